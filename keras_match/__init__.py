@@ -1,0 +1,39 @@
+"""keras-match: a Keras 3 model zoo for neural text matching.
+
+Submodules are imported on first use (``keras_match.zoo``, ``keras_match.datasets`` ...), so importing the
+package itself stays cheap.
+"""
+
+import importlib
+
+__version__ = "0.1.0"
+
+_SUBMODULES = (
+    "cli",
+    "datasets",
+    "export",
+    "layers",
+    "losses",
+    "metrics",
+    "models",
+    "text",
+    "training",
+    "zoo",
+)
+
+
+def __getattr__(name):
+    if name in _SUBMODULES:
+        module = importlib.import_module(f"keras_match.{name}")
+        globals()[name] = module
+        return module
+    if name == "train":
+        from keras_match.training import train
+
+        globals()["train"] = train
+        return train
+    raise AttributeError(f"module 'keras_match' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(list(globals()) + list(_SUBMODULES) + ["train"])

@@ -1,0 +1,185 @@
+"""Question-grouped containers shared by every dataset loader.
+
+A loaded benchmark is a :class:`MatchingDataset`: named :class:`Split` objects, each a list of
+:class:`Question` objects, each holding its :class:`Candidate` answers with their labels. Ranking metrics
+need the grouping (question id -> candidates), and the flat pair view (``Split.pairs()``) feeds
+``tf.data`` pipelines.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Iterator
+
+import numpy as np
+
+
+class DataFormatError(ValueError):
+    """A data file is malformed. The message names the file, the line and the field."""
+
+    def __init__(self, path, line, message, field=None):
+        self.path = str(path)
+        self.line = line
+        self.field = field
+        where = f"{self.path}, line {line}" if line is not None else self.path
+        if field:
+            where += f", field {field!r}"
+        super().__init__(f"{where}: {message}")
+
+
+@dataclasses.dataclass
+class Candidate:
+    """One candidate answer of a question.
+
+    Args:
+        aid: candidate id, unique within its question (the trec_eval ``docid``).
+        text: the candidate's text as stored in the data file.
+        label: graded relevance; ``0`` is not relevant, ``>= 1`` relevant.
+    """
+
+    aid: str
+    text: str
+    label: int
+
+
+@dataclasses.dataclass
+class Question:
+    """A question with its candidate answers.
+
+    Args:
+        qid: question id, unique within its split.
+        text: the question text as stored in the data file.
+        candidates: the candidate answers, in file order.
+    """
+
+    qid: str
+    text: str
+    candidates: list[Candidate] = dataclasses.field(default_factory=list)
+
+    @property
+    def num_positive(self) -> int:
+        return sum(1 for c in self.candidates if c.label > 0)
+
+    @property
+    def has_positive(self) -> bool:
+        return self.num_positive > 0
+
+    @property
+    def has_negative(self) -> bool:
+        return any(c.label <= 0 for c in self.candidates)
+
+
+@dataclasses.dataclass
+class Pairs:
+    """The flat (question, candidate) view of a split, as parallel arrays of equal length.
+
+    ``questions`` and ``answers`` are ``dtype=object`` arrays of Python ``str`` (numpy ``<U`` arrays do not
+    feed Keras ``fit``/``predict``); ``labels`` is ``int32``.
+    """
+
+    qids: np.ndarray
+    aids: np.ndarray
+    questions: np.ndarray
+    answers: np.ndarray
+    labels: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+
+@dataclasses.dataclass
+class Split:
+    """One split of a benchmark, question-grouped.
+
+    Args:
+        name: the split's name (``"train"``, ``"dev"``, ``"test"``).
+        questions: the questions kept for this split.
+        source: the file(s) the split was read from.
+        dropped: why questions were dropped and how many, e.g.
+            ``{"no positive answer": 3, "only positive answers": 13}``; empty when none was dropped.
+    """
+
+    name: str
+    questions: list[Question]
+    source: str = ""
+    dropped: dict[str, int] = dataclasses.field(default_factory=dict)
+
+    def __iter__(self) -> Iterator[Question]:
+        return iter(self.questions)
+
+    def __len__(self) -> int:
+        return len(self.questions)
+
+    @property
+    def num_questions(self) -> int:
+        return len(self.questions)
+
+    @property
+    def num_pairs(self) -> int:
+        return sum(len(q.candidates) for q in self.questions)
+
+    @property
+    def num_positive(self) -> int:
+        return sum(q.num_positive for q in self.questions)
+
+    def counts(self) -> dict:
+        """Counts for reports: questions, pairs, positives and the dropped questions by reason."""
+        return {
+            "questions": self.num_questions,
+            "pairs": self.num_pairs,
+            "positive": self.num_positive,
+            "dropped": dict(self.dropped),
+        }
+
+    def pairs(self) -> Pairs:
+        """Flatten to parallel arrays, question by question, candidates in file order."""
+        rows = [(q.qid, c.aid, q.text, c.text, c.label) for q in self.questions for c in q.candidates]
+        if not rows:
+            empty = np.array([], dtype=object)
+            return Pairs(empty, empty, empty, empty, np.array([], dtype=np.int32))
+        qids, aids, qs, ans, labels = zip(*rows)
+        obj = lambda xs: np.array(list(xs), dtype=object)  # noqa: E731
+        return Pairs(obj(qids), obj(aids), obj(qs), obj(ans), np.asarray(labels, dtype=np.int32))
+
+    def head(self, num_questions: int) -> "Split":
+        """A split holding only the first ``num_questions`` questions (for short runs)."""
+        return dataclasses.replace(self, questions=self.questions[:num_questions])
+
+    def filter(self, keep, reason: str) -> "Split":
+        """Keep the questions for which ``keep(question)`` is true; count the others under ``reason``."""
+        kept = [q for q in self.questions if keep(q)]
+        dropped = dict(self.dropped)
+        if len(kept) != len(self.questions):
+            dropped[reason] = dropped.get(reason, 0) + len(self.questions) - len(kept)
+        return dataclasses.replace(self, questions=kept, dropped=dropped)
+
+
+@dataclasses.dataclass
+class MatchingDataset:
+    """A benchmark's splits.
+
+    Args:
+        name: the dataset's name (``"trecqa"``, ``"wikiqa"``, ...).
+        splits: split name -> :class:`Split`; the training loop uses ``"train"``, ``"dev"`` and ``"test"``.
+        variant: the variant loaded (``"clean"``, ``"raw"``, ...) or ``None``.
+        metadata: free-form facts about the load (data directory, evaluation convention).
+    """
+
+    name: str
+    splits: dict[str, Split]
+    variant: str | None = None
+    metadata: dict = dataclasses.field(default_factory=dict)
+
+    def __getitem__(self, split: str) -> Split:
+        try:
+            return self.splits[split]
+        except KeyError:
+            raise KeyError(
+                f"dataset {self.name!r} has no split {split!r}; it has {sorted(self.splits)}"
+            ) from None
+
+    def __contains__(self, split: str) -> bool:
+        return split in self.splits
+
+    def counts(self) -> dict:
+        return {name: split.counts() for name, split in self.splits.items()}

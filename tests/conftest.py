@@ -1,0 +1,44 @@
+import os
+import pathlib
+
+import pytest
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+
+
+def _data_dir():
+    env = os.environ.get("KERAS_MATCH_DATA")
+    if env:
+        return pathlib.Path(env)
+    return REPO.parent / "shared" / "data"
+
+
+@pytest.fixture(scope="session")
+def data_dir():
+    """The real benchmark data (``../shared/data`` or ``$KERAS_MATCH_DATA``); tests skip without it."""
+    path = _data_dir()
+    if not (path / "trecqa").is_dir():
+        pytest.skip(f"benchmark data not found at {path}")
+    return path
+
+
+# A small MCAN so a real TrecQA run takes seconds; the data, tokenizer, GloVe and code path are the real ones.
+SMALL_MCAN = ["--set", "lstm_units=16", "--set", "highway_units=8", "--set", "fm_factors=4"]
+
+
+def train_args(data_dir, run_dir, *extra):
+    """`keras-match train` arguments for a short real TrecQA run (12 training questions)."""
+    return ["train", "mcan_fm", "--dataset", "trecqa-clean", "--data-dir", str(data_dir),
+            "--max-train-questions", "12", "--run-dir", str(run_dir), *SMALL_MCAN, *extra]
+
+
+@pytest.fixture(scope="session")
+def trained_run(data_dir, tmp_path_factory):
+    """A finished one-epoch run directory, shared by the training, evaluation and export tests."""
+    from keras_match import cli
+
+    run_dir = tmp_path_factory.mktemp("runs") / "mcan_fm"
+    assert cli.main(train_args(data_dir, run_dir, "--epochs", "1")) == 0
+    return run_dir

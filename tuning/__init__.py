@@ -1,0 +1,1 @@
+"""Search-space files (one JSON file per paper), installed as ``keras_match.tuning_spaces``."""
