@@ -1,0 +1,100 @@
+"""Answer-selection benchmarks and user data as question-grouped splits.
+
+>>> from keras_match import datasets
+>>> ds = datasets.load("trecqa")                 # clean dev/test, TRAIN-ALL
+>>> ds["dev"].counts()                            # {'questions': 65, 'pairs': 1117, ...}
+>>> pairs = ds["train"].pairs()                   # flat arrays for tf.data / Keras
+
+Benchmarks (:func:`names`): ``"trecqa"`` (variants ``"clean"``, ``"raw"``; ``train_split`` ``"train-all"`` or
+``"train"``), ``"wikiqa"`` (filtered dev/test), ``"semeval2016"`` (subtask A, splits ``"train"`` and ``"dev"``
+only; variants ``"official"``, ``"filtered"``). Each module documents its files and which questions are dropped
+from evaluation splits and why; ``Split.dropped`` records the counts.
+
+User data: ``load("path/to/dir")`` (``train``/``dev``/``test`` ``.tsv``/``.jsonl`` files, optionally ``.gz``),
+``load("file.tsv")`` (a single ``"test"`` split) or :func:`load_files`; formats in :mod:`.generic`.
+
+Data directory: the ``data_dir`` argument, else ``$KERAS_MATCH_DATA``, else the user cache
+(``$KERAS_MATCH_CACHE/data``, else ``~/.cache/keras_match/data``), with the layout of the project's data folder
+(``trecqa/tsv/...``, ``wikiqa/...``, ``semeval2016_task3_cqa/subtaskA/...``). Missing files can be fetched with
+``download=True`` or :func:`download` (see :mod:`.download`).
+"""
+
+from __future__ import annotations
+
+import os
+
+from keras_match.datasets import semeval, trecqa, wikiqa
+from keras_match.datasets.base import Candidate, DataFormatError, MatchingDataset, Pairs, Question, Split
+from keras_match.datasets.download import ChecksumError, DownloadError, download, verify
+from keras_match.datasets.generic import load_files, load_path
+from keras_match.datasets.paths import cache_dir, resolve_data_dir
+
+_LOADERS = {
+    trecqa.NAME: trecqa.load,
+    wikiqa.NAME: wikiqa.load,
+    semeval.NAME: semeval.load,
+}
+
+__all__ = [
+    "Candidate",
+    "ChecksumError",
+    "DataFormatError",
+    "DownloadError",
+    "MatchingDataset",
+    "Pairs",
+    "Question",
+    "Split",
+    "cache_dir",
+    "download",
+    "load",
+    "load_files",
+    "names",
+    "resolve_data_dir",
+    "verify",
+]
+
+
+def names() -> list[str]:
+    """The benchmark names :func:`load` accepts.
+
+    Returns:
+        ``["trecqa", "wikiqa", "semeval2016"]``.
+    """
+    return list(_LOADERS)
+
+
+def load(name, variant=None, data_dir=None, *, train_split=None, download=False) -> MatchingDataset:
+    """Load a benchmark by name, or user data from a path.
+
+    Args:
+        name: a benchmark name (see :func:`names`), or the path of an existing directory of split files or of
+            a single file (loaded as the ``"test"`` split; see :mod:`keras_match.datasets.generic`). Benchmark
+            names win over same-named relative paths (write ``"./trecqa"`` for the directory).
+        variant: the benchmark's dev/test version; ``None`` selects its default. Not allowed with a path.
+        data_dir: the data directory; default ``$KERAS_MATCH_DATA``, else the user cache (see
+            :func:`resolve_data_dir`). Not allowed with a path.
+        train_split: the benchmark's training file (TrecQA: ``"train-all"`` or ``"train"``); ``None`` selects
+            its default. Not allowed with a path.
+        download: fetch missing benchmark files first (see :func:`keras_match.datasets.download.download`).
+
+    Returns:
+        The dataset, with splits ``"train"``, ``"dev"`` and ``"test"`` (``semeval2016``: ``"train"`` and
+        ``"dev"``; a path: the split files found).
+
+    Raises:
+        ValueError: unknown name (not a benchmark and not an existing path), unknown variant or training
+            split, or benchmark options given with a path.
+        FileNotFoundError: a data file is missing; the message says how to provide it.
+        DataFormatError: a data file is malformed.
+        DownloadError: ``download=True`` and fetching failed.
+    """
+    loader = _LOADERS.get(name) if isinstance(name, str) else None
+    if loader is not None:
+        return loader(variant, data_dir, train_split=train_split, download=download)
+    if isinstance(name, (str, os.PathLike)) and str(name) and os.path.exists(name):
+        options = {"variant": variant, "data_dir": data_dir, "train_split": train_split, "download": download}
+        given = [option for option, value in options.items() if value not in (None, False)]
+        if given:
+            raise ValueError(f"{given} apply to named benchmarks only, not to the path {str(name)!r}")
+        return load_path(name)
+    raise ValueError(f"unknown dataset {name!r}: not one of {names()} and not an existing file or directory")

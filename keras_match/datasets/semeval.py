@@ -1,0 +1,139 @@
+"""SemEval-2016 Task 3 subtask A (Qatar Living community QA, English): rank a thread's comments.
+
+Files (relative to the data directory), derived from the official v3.2 XML by the data curators: UTF-8, LF,
+tab-separated with the header ``relq_id  relc_id  relq_subject  relq_body  comment  label  binary_label``, one
+row per comment (10 per thread), threads marked ``SubtaskA_Skip_Because_Same_As_RelQuestion_ID`` excluded:
+
+* train: ``semeval2016_task3_cqa/subtaskA/train-part2.tsv`` (379 questions / 3,790 comments; the official
+  train-part1 is not available).
+* dev: ``semeval2016_task3_cqa/subtaskA/dev.tsv`` (244 questions / 2,440 comments).
+* There is no test split (the 2016 test set is not available): report results on dev.
+
+Mapping: ``Question.qid`` = ``relq_id``, ``Question.text`` = ``relq_subject + " " + relq_body`` (just the subject
+when the body is empty), ``Candidate.aid`` = ``relc_id``, ``Candidate.text`` = ``comment``,
+``Candidate.label`` = ``1`` for ``Good`` and ``0`` for ``PotentiallyUseful`` and ``Bad`` (the official scorer's
+relevance, column ``binary_label``). The original 3-way label of every comment is in
+``metadata["labels"][split][relc_id]``. The qrels (``subtaskA/{train-part2,dev}.qrels``) use the same ids.
+"""
+
+from __future__ import annotations
+
+from keras_match.datasets.base import DataFormatError, MatchingDataset, Split
+from keras_match.datasets.common import choose, drop_no_positive, locate
+from keras_match.datasets.reader import group_questions, read_records
+
+NAME = "semeval2016"
+VARIANTS = ("official", "filtered")
+"""Dev conventions: ``"official"`` (default) keeps every question, ``"filtered"`` drops the ones without Good."""
+
+TRAIN_SPLITS = ("train-part2",)
+
+DIRECTORY = "semeval2016_task3_cqa/subtaskA"
+
+LABELS = {"Good": 1, "PotentiallyUseful": 0, "Bad": 0}
+"""3-way label -> binary relevance."""
+
+COLUMNS = {
+    "qid": "relq_id",
+    "aid": "relc_id",
+    "subject": "relq_subject",
+    "body": "relq_body",
+    "answer": "comment",
+    "label": "binary_label",
+    "label3": "label",
+}
+
+
+def split_files() -> dict[str, str]:
+    """The split files.
+
+    Returns:
+        ``{"train": ..., "dev": ...}``, paths relative to the data directory.
+    """
+    return {"train": f"{DIRECTORY}/train-part2.tsv", "dev": f"{DIRECTORY}/dev.tsv"}
+
+
+def read_semeval_split(name: str, path) -> tuple[Split, dict[str, str]]:
+    """Read one subtask-A TSV file (see the module docstring for the mapping).
+
+    Args:
+        name: the split's name.
+        path: the file.
+
+    Returns:
+        The split (nothing dropped) and the map ``relc_id`` -> 3-way label.
+
+    Raises:
+        DataFormatError: the file is malformed, a 3-way label is unknown, or ``binary_label`` disagrees with it.
+    """
+    records = read_records(path, COLUMNS)
+    labels = {}
+    for number, row in records:
+        label3 = row.pop("label3")
+        if label3 not in LABELS:
+            raise DataFormatError(path, number, f"unknown label {label3!r}; expected {list(LABELS)}", field="label")
+        if row["label"] != LABELS[label3]:
+            raise DataFormatError(
+                path, number, f"binary_label {row['label']} disagrees with label {label3!r}", field="binary_label"
+            )
+        row["question"] = " ".join(part for part in (row.pop("subject"), row.pop("body")) if part)
+        labels[row["aid"]] = label3
+    return Split(name, group_questions(records, path), source=str(path)), labels
+
+
+def load(variant=None, data_dir=None, *, train_split=None, download=False) -> MatchingDataset:
+    """Load SemEval-2016 Task 3 subtask A (splits ``"train"`` and ``"dev"`` only).
+
+    Conventions: the official scorer (``ev.py``, MAP over the top 10 comments of every question) counts every
+    question, and one without any Good comment scores average precision 0 (its ``--ignore_noanswer`` option
+    is off by default). Variant ``"official"`` (default) therefore keeps all dev questions, including the 33
+    without a Good comment; note that trec_eval-style MAP skips such questions, so score them as 0 to
+    reproduce the official number. Variant ``"filtered"`` drops them from dev (reason
+    ``"no positive answer"``) for trec_eval-style scores. Training keeps every question.
+
+    Args:
+        variant: ``"official"`` (default) or ``"filtered"``.
+        data_dir: the data directory; default ``$KERAS_MATCH_DATA``, else the user cache
+            (see :func:`keras_match.datasets.resolve_data_dir`).
+        train_split: ``None`` or ``"train-part2"`` (the only one).
+        download: fetch missing files first (needs ``$KERAS_MATCH_DATA_URL`` or a mirror, see
+            :func:`keras_match.datasets.download.download`).
+
+    Returns:
+        The dataset with splits ``"train"`` and ``"dev"``; ``metadata`` holds ``data_dir``, ``qrels``
+        (split -> qrels path), ``labels`` (split -> ``relc_id`` -> ``"Good"`` / ``"PotentiallyUseful"`` /
+        ``"Bad"``), ``no_positive`` (split -> number of kept questions without a Good comment) and
+        ``evaluation``.
+
+    Raises:
+        ValueError: unknown variant or training split.
+        FileNotFoundError: a data file is missing.
+        keras_match.datasets.base.DataFormatError: a data file is malformed.
+    """
+    variant = choose("variant", variant, VARIANTS, NAME)
+    choose("train_split", train_split, TRAIN_SPLITS, NAME)
+    files = split_files()
+    root = locate(NAME, files.values(), data_dir, download)
+    splits, labels = {}, {}
+    for name, relative in files.items():
+        splits[name], labels[name] = read_semeval_split(name, root / relative)
+    if variant == "filtered":
+        splits["dev"] = drop_no_positive(splits["dev"])
+    return MatchingDataset(
+        NAME,
+        splits,
+        variant=variant,
+        metadata={
+            "data_dir": str(root),
+            "qrels": {name: str(root / relative.replace(".tsv", ".qrels")) for name, relative in files.items()},
+            "labels": labels,
+            "no_positive": {name: sum(not q.has_positive for q in split) for name, split in splits.items()},
+            # how keras_match.metrics.evaluate_ranking must treat questions without a Good comment
+            "no_positive_rule": "zero" if variant == "official" else "skip",
+            "evaluation": (
+                "official scorer: MAP over all dev questions, average precision 0 without a Good comment"
+                if variant == "official"
+                else "trec_eval: dev questions without a Good comment dropped"
+            ),
+        },
+    )

@@ -1,0 +1,113 @@
+"""TrecQA answer sentence selection (Wang et al. 2007; Yao et al. 2013 "jacana" version).
+
+Files (relative to the data directory), UTF-8, LF, tab-separated with the header
+``qid  aid  question  answer  label``, one row per (question, candidate), rows grouped by question; text is
+PTB-tokenized with original case; ``aid`` is the 0-based candidate index within its question; ``label`` is
+``1`` (the sentence answers the question) or ``0``:
+
+* train: ``trecqa/tsv/train-all.tsv.gz`` (TRAIN-ALL, 1,229 questions / 53,417 pairs, reconstructed by the data
+  curators, see ``trecqa/SOURCE.md``) or ``trecqa/tsv/train.tsv`` (TRAIN, 93 / 4,718). Never combine the two:
+  TRAIN is a subset of TRAIN-ALL.
+* dev / test, variant ``"clean"``: ``trecqa/tsv/clean-{dev,test}.tsv`` (65 / 68 questions), the common "clean"
+  version (Rao et al. 2016), in which every question has a relevant and an irrelevant candidate.
+* dev / test, variant ``"raw"``: ``trecqa/tsv/raw-{dev,test}.tsv`` (81 / 95 questions).
+
+The trec_eval qrels of every split are ``trecqa/qrels/<split>.qrels`` (``qid 0 aid label``, same ids as the
+TSV); their paths are in ``MatchingDataset.metadata["qrels"]``. The raw qrels still list the dropped questions,
+which trec_eval ignores as they have no relevant candidate.
+"""
+
+from __future__ import annotations
+
+from keras_match.datasets.base import MatchingDataset
+from keras_match.datasets.common import choose, drop_no_positive, locate
+from keras_match.datasets.reader import read_split
+
+NAME = "trecqa"
+VARIANTS = ("clean", "raw")
+"""Dev/test versions; the first is the default."""
+
+TRAIN_SPLITS = {"train-all": "train-all.tsv.gz", "train": "train.tsv"}
+"""Training files by ``train_split`` name; the first is the default."""
+
+COLUMNS = {name: name for name in ("qid", "aid", "question", "answer", "label")}
+
+
+def split_files(variant=None, train_split=None) -> dict[str, str]:
+    """The split files of a variant, relative to the data directory.
+
+    Args:
+        variant: ``"clean"`` (default) or ``"raw"``.
+        train_split: ``"train-all"`` (default) or ``"train"``.
+
+    Returns:
+        ``{"train": ..., "dev": ..., "test": ...}``.
+
+    Raises:
+        ValueError: unknown variant or training split.
+    """
+    variant = choose("variant", variant, VARIANTS, NAME)
+    train_split = choose("train_split", train_split, tuple(TRAIN_SPLITS), NAME)
+    return {
+        "train": f"trecqa/tsv/{TRAIN_SPLITS[train_split]}",
+        "dev": f"trecqa/tsv/{variant}-dev.tsv",
+        "test": f"trecqa/tsv/{variant}-test.tsv",
+    }
+
+
+def load(variant=None, data_dir=None, *, train_split=None, download=False) -> MatchingDataset:
+    """Load TrecQA.
+
+    Conventions: the training split keeps every question. The clean dev/test files are used as shipped
+    (nothing dropped). From the raw dev/test files, questions without any relevant candidate are dropped
+    (``Split.dropped == {"no positive answer": n}``: 3 of 81 dev and 6 of 95 test questions) because trec_eval
+    skips them; questions whose candidates are all relevant (13 dev, 21 test) are kept, as trec_eval scores them.
+
+    Args:
+        variant: ``"clean"`` (default) or ``"raw"`` dev/test files.
+        data_dir: the data directory; default ``$KERAS_MATCH_DATA``, else the user cache
+            (see :func:`keras_match.datasets.resolve_data_dir`).
+        train_split: ``"train-all"`` (default, TRAIN-ALL) or ``"train"`` (the small manually checked TRAIN).
+        download: fetch missing files first (needs ``$KERAS_MATCH_DATA_URL`` or a mirror, see
+            :func:`keras_match.datasets.download.download`).
+
+    Returns:
+        The dataset with splits ``"train"``, ``"dev"`` and ``"test"``; ``metadata`` holds ``data_dir``,
+        ``train_split``, ``qrels`` (split -> qrels path) and ``evaluation`` (the convention, in words).
+
+    Raises:
+        ValueError: unknown variant or training split.
+        FileNotFoundError: a data file is missing.
+        keras_match.datasets.base.DataFormatError: a data file is malformed.
+    """
+    variant = choose("variant", variant, VARIANTS, NAME)
+    train_split = choose("train_split", train_split, tuple(TRAIN_SPLITS), NAME)
+    files = split_files(variant, train_split)
+    root = locate(NAME, files.values(), data_dir, download)
+    splits = {name: read_split(name, root / relative, COLUMNS) for name, relative in files.items()}
+    if variant == "raw":
+        splits["dev"] = drop_no_positive(splits["dev"])
+        splits["test"] = drop_no_positive(splits["test"])
+    qrels = {name: str(root / "trecqa" / "qrels" / f"{_stem(relative)}.qrels") for name, relative in files.items()}
+    evaluation = (
+        "clean dev/test as shipped"
+        if variant == "clean"
+        else "raw dev/test without the questions lacking a relevant answer (the usual reporting convention; trec_eval run on the full raw qrels would count them with average precision 0)"
+    )
+    return MatchingDataset(
+        NAME,
+        splits,
+        variant=variant,
+        metadata={
+            "data_dir": str(root),
+            "train_split": train_split,
+            "qrels": qrels,
+            "evaluation": evaluation,
+            "no_positive_rule": "skip",
+        },
+    )
+
+
+def _stem(relative: str) -> str:
+    name = relative.rsplit("/", 1)[-1]
+    return name.split(".", 1)[0]

@@ -1,0 +1,116 @@
+"""WikiQA answer sentence selection (Yang, Yih & Meek, EMNLP 2015).
+
+Files (relative to the data directory): ``wikiqa/WikiQA-{train,dev,test}.tsv.gz``, the original corpus files:
+UTF-8, CRLF, tab-separated with the header
+``QuestionID  Question  DocumentID  DocumentTitle  SentenceID  Sentence  Label``, one row per (question,
+candidate sentence of the question's Wikipedia summary), rows grouped by question, raw (untokenized) text,
+``Label`` ``1`` = the sentence answers the question.
+
+Ids follow the corpus qrels (``wikiqa/WikiQA-{split}.ref`` and ``WikiQA-{dev,test}-filtered.ref``, format
+``qnum 0 sidx label``) so that run files match them: ``Question.qid`` is the 1-based ordinal of the question in
+its split file (``"1"``, ``"2"``, ...; ordinals count every question of the file, so they are unchanged by
+filtering) and ``Candidate.aid`` is the 0-based index of the sentence within its question (``SentenceID`` is
+``DocumentID + "-" + aid``). The corpus ``QuestionID`` of every question is kept in
+``metadata["question_ids"][split][qid]``.
+"""
+
+from __future__ import annotations
+
+from keras_match.datasets.base import MatchingDataset, Split
+from keras_match.datasets.common import choose, drop_no_positive, drop_only_positive, locate
+from keras_match.datasets.reader import group_questions, read_records
+
+NAME = "wikiqa"
+VARIANTS = ("filtered",)
+"""Dev/test versions; only the standard filtered evaluation subset."""
+
+TRAIN_SPLITS = ("train",)
+
+COLUMNS = {"question_id": "QuestionID", "question": "Question", "answer": "Sentence", "label": "Label"}
+
+QRELS = {
+    "train": "wikiqa/WikiQA-train.ref",
+    "dev": "wikiqa/WikiQA-dev-filtered.ref",
+    "test": "wikiqa/WikiQA-test-filtered.ref",
+}
+
+
+def split_files() -> dict[str, str]:
+    """The split files.
+
+    Returns:
+        ``{"train": ..., "dev": ..., "test": ...}``, paths relative to the data directory.
+    """
+    return {split: f"wikiqa/WikiQA-{split}.tsv.gz" for split in ("train", "dev", "test")}
+
+
+def read_wikiqa_split(name: str, path) -> tuple[Split, dict[str, str]]:
+    """Read one ``WikiQA-*.tsv[.gz]`` file with qrels-compatible ids (see the module docstring).
+
+    Args:
+        name: the split's name.
+        path: the file.
+
+    Returns:
+        The split (nothing dropped) and the map ordinal qid -> corpus ``QuestionID``.
+
+    Raises:
+        DataFormatError: the file is malformed.
+    """
+    records = read_records(path, COLUMNS, ids=("question_id",))
+    ordinals: dict[str, str] = {}
+    for _, row in records:
+        row["qid"] = ordinals.setdefault(row["question_id"], str(len(ordinals) + 1))
+    split = Split(name, group_questions(records, path), source=str(path))
+    return split, {qid: question_id for question_id, qid in ordinals.items()}
+
+
+def load(variant=None, data_dir=None, *, train_split=None, download=False) -> MatchingDataset:
+    """Load WikiQA.
+
+    Conventions: the training split keeps all 2,118 questions (drop the ones without a correct answer with
+    ``split.filter(lambda q: q.has_positive, ...)`` if wanted). Dev and test follow the standard evaluation
+    subset of the ``*-filtered.ref`` qrels: questions without a correct sentence are dropped (reason
+    ``"no positive answer"``), then questions whose sentences are all correct (reason
+    ``"only positive answers"``), keeping 122 of 296 dev and 237 of 633 test questions.
+
+    Args:
+        variant: ``None`` or ``"filtered"`` (the only one).
+        data_dir: the data directory; default ``$KERAS_MATCH_DATA``, else the user cache
+            (see :func:`keras_match.datasets.resolve_data_dir`).
+        train_split: ``None`` or ``"train"`` (the only one).
+        download: fetch missing files first, by default from the corpus' public GitHub copies
+            (see :func:`keras_match.datasets.download.download`).
+
+    Returns:
+        The dataset with splits ``"train"``, ``"dev"`` and ``"test"``; ``metadata`` holds ``data_dir``,
+        ``qrels`` (split -> qrels path), ``question_ids`` (split -> ordinal qid -> ``QuestionID``) and
+        ``evaluation``.
+
+    Raises:
+        ValueError: unknown variant or training split.
+        FileNotFoundError: a data file is missing.
+        keras_match.datasets.base.DataFormatError: a data file is malformed.
+    """
+    variant = choose("variant", variant, VARIANTS, NAME)
+    choose("train_split", train_split, TRAIN_SPLITS, NAME)
+    files = split_files()
+    root = locate(NAME, files.values(), data_dir, download)
+    splits, question_ids = {}, {}
+    for name, relative in files.items():
+        split, question_ids[name] = read_wikiqa_split(name, root / relative)
+        if name != "train":
+            split = drop_only_positive(drop_no_positive(split))
+        splits[name] = split
+    return MatchingDataset(
+        NAME,
+        splits,
+        variant=variant,
+        metadata={
+            "data_dir": str(root),
+            "qrels": {name: str(root / relative) for name, relative in QRELS.items()},
+            "question_ids": question_ids,
+            "evaluation": "dev/test: questions with at least one correct and one incorrect sentence "
+            "(the *-filtered.ref subset)",
+        },
+    )
