@@ -1,0 +1,739 @@
+r"""Tokenization, vocabularies and GloVe embeddings for text matching models.
+
+Everything that turns a raw string into token ids is built from TensorFlow ops (``tf.strings`` and
+``tensorflow_text``), so the *same* code runs
+
+* eagerly on Python lists / numpy ``object`` arrays (data preparation, vocabulary building),
+* inside ``tf.data`` ``map`` functions and ``tf.function`` graphs,
+* inside an exported SavedModel whose serving function takes raw ``tf.string`` tensors ``[batch]``.
+
+A graph that contains these ops needs ``import tensorflow_text`` in the process that *loads* it (before
+``tf.saved_model.load``); this module imports it, so ``import keras_match.text`` is enough.
+
+Tokenization rule
+-----------------
+:func:`tokenize` reproduces, with RE2 regular expressions, the Penn-Treebank-like tokenization that GloVe 6B was
+trained on (Stanford tokenizer, lower-cased), so that raw text (WikiQA: ``"How are glacier caves formed?"``) and
+pre-tokenized text (TrecQA: ``"What is the teapot dome scandal ?"``) produce the same kind of tokens:
+
+1. lower-case (Unicode-aware, ``tf.strings.lower(encoding="utf-8")``; invalid UTF-8 bytes become U+FFFD);
+2. map the PTB escapes ``-LRB- -RRB- -LSB- -RSB- -LCB- -RCB-`` to ``( ) [ ] { }`` and the quotes ``` `` ``` / ``''``
+   to ``"`` (GloVe 6B has no vector for ``-lrb-``; the quote mapping makes raw and PTB text agree);
+3. split clitics off as PTB does: ``don't -> do n't``, ``can't -> ca n't``, ``John's -> john 's``, likewise
+   ``'re 've 'll 'd 'm`` (straight or curly apostrophe);
+4. put spaces around CJK ideographs, so Chinese text becomes one token per character (as BERT does);
+5. split with ``tensorflow_text.regex_split`` on whitespace (``\s``, Unicode ``Z*`` separators, control
+   characters and U+200B; other format characters such as soft hyphens or U+FEFF are deleted, ``’`` becomes
+   ``'``), keeping as tokens, in this priority:
+   ``n't``, the clitics, a short list of abbreviations and single-letter initials followed by a period
+   (``mr. dr. st. jr. inc. corp. jan. ... j.``, only when the period is not followed by a word character),
+   dotted acronyms (``u.s. e.g. a.m. d.c.``), words and numbers with internal ``- . ' ’ &`` and internal
+   ``, : /`` before digits (``e-mail well-known u.s 1,000 3.5 10:30 1/2 at&t o'neill``), ``...``, ``--``,
+   and otherwise every other non-space character as a token of its own (``, . ? ( ) $ %`` ...).
+
+Measured with ``benchmarks/text_coverage.py`` (texts: every distinct question/answer text of TrecQA
+train-all + clean-dev + clean-test and WikiQA train + dev + test, each counted once; lower-cased; "token" = share
+of token occurrences that are words of ``glove.6B.50d.filtered.txt.gz``, "type" = share of distinct tokens,
+"tok/text" = mean tokens per text; MAP = a training-free IDF-weighted GloVe alignment ranker on TrecQA
+clean-dev+test (133 questions) and WikiQA dev+test (359 questions), a check that coverage is not bought with
+meaningless fragments)::
+
+    rule                           TrecQA (51,784 texts)            WikiQA (29,243 texts)
+                                   token   type    tok/text  MAP    token   type    tok/text  MAP
+    whitespace                     98.38%  82.75%  28.19     .7365  89.63%  53.16%  20.92     .5964
+    whitespace + PTB/quote map     98.99%  82.76%  28.19     .7388  89.63%  53.16%  20.92     .5964
+    unicode_script (tf_text)       97.72%  81.34%  29.11     .7225  97.68%  82.02%  23.39     .6249
+    punct: \w+ | one symbol        99.63%  91.21%  30.49     .7225  99.52%  92.62%  24.08     .6268
+    glove_ptb, no PTB/quote map    98.74%  86.91%  28.33     .7318  99.30%  89.88%  23.30     .6276
+    glove_ptb, quotes not mapped   99.35%  86.92%  28.33     .7345  99.30%  89.88%  23.30     .6276
+    glove_ptb, no abbreviations    99.35%  86.90%  28.44     .7362  99.30%  89.87%  23.33     .6278
+    glove_ptb, hyphens split       99.57%  90.45%  28.84     .7281  99.47%  91.80%  23.71     .6295
+    glove_ptb (chosen)             99.35%  86.92%  28.33     .7362  99.30%  89.88%  23.30     .6276
+
+The PTB bracket mapping is worth +0.61 points of TrecQA token coverage; the quote mapping is coverage-neutral
+(GloVe has ``` `` ``` ``''`` and ``"``) and kept so raw and PTB text give the same token. Coverage alone favours
+over-splitting: ``punct`` turns ``n't`` into ``n ' t``, ``1,000`` into ``1 , 000`` and ``u.s.`` into
+``u . s .`` (all GloVe words, hence 99.6%), but ranks TrecQA worse (MAP .7225 vs .7362); splitting hyphens
+gains ~0.2 points of coverage but breaks GloVe compounds (``e-mail``, ``nuclear-powered``) into three tokens
+and does not rank better (differences of ~0.01 MAP are noise here). The remaining OOV tokens are mostly rare
+hyphenated compounds (``low-pollution``), names and numbers. The filtered GloVe file was built from whitespace
+and regex tokens of these texts, so coverage of other rules' odd strings (``unicode_script``'s ``"),"``) is
+not exact, but such strings are not GloVe words anyway.
+
+Ids
+---
+A :class:`TextEncoder` maps tokens to ``int32`` ids: ``0`` = padding (:data:`PAD_ID`), ``1`` = out of
+vocabulary (:data:`OOV_ID`), vocabulary words from ``2`` in vocabulary order. Its lookup table is a
+``tf.lookup.StaticHashTable`` initialized from the vocabulary *file* (one token per line), so exporting a
+function that calls :meth:`TextEncoder.encode` copies the file into the SavedModel's ``assets/``.
+"""
+
+from __future__ import annotations
+
+import collections
+import gzip
+import os
+import shutil
+import tempfile
+import unicodedata
+import warnings
+import weakref
+from typing import Iterable, Sequence
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+__all__ = [
+    "PAD_ID",
+    "OOV_ID",
+    "PAD_TOKEN",
+    "OOV_TOKEN",
+    "RESERVED_TOKENS",
+    "tokenize",
+    "TextEncoder",
+    "load_embeddings",
+]
+
+PAD_ID = 0
+"""Id of padding positions (``encode`` pads with it; embedding row 0 is all zeros)."""
+OOV_ID = 1
+"""Id of tokens that are not in the vocabulary."""
+PAD_TOKEN = "[PAD]"
+"""Display name of id 0; not allowed in a vocabulary."""
+OOV_TOKEN = "[UNK]"
+"""Display name of id 1; not allowed in a vocabulary."""
+RESERVED_TOKENS = (PAD_TOKEN, OOV_TOKEN)
+_NUM_RESERVED = len(RESERVED_TOKENS)
+
+# --------------------------------------------------------------------------------------------------------------
+# Tokenizer (TF ops only)
+# --------------------------------------------------------------------------------------------------------------
+
+# RE2 syntax (no look-around). `\s` and `\w` are ASCII-only in RE2, hence the explicit Unicode classes.
+_WORD_CHAR = r"[\p{L}\p{M}\p{N}_]"
+_SEPARATOR = r"[\s\p{Z}\p{Cc}]"
+_ABBREVIATIONS = (
+    # Unambiguous abbreviations that GloVe 6B has with their period; common words that happen to be
+    # abbreviations too ("no.", "ill.", "mass.", "wash.") are left out: at a sentence end they are words.
+    "mr|mrs|ms|dr|prof|st|jr|sr|rev|gen|col|lt|sgt|capt|cmdr|adm|gov|sen|rep|pres|"
+    "co|corp|inc|ltd|bros|vs|etc|mt|ft|"
+    "jan|feb|apr|aug|sept|oct|nov|"
+    "calif|fla|ariz|conn|tenn|okla"
+)
+_PTB_BRACKETS = (
+    ("-lrb-", "("),
+    ("-rrb-", ")"),
+    ("-lsb-", "["),
+    ("-rsb-", "]"),
+    ("-lcb-", "{"),
+    ("-rcb-", "}"),
+)
+
+
+def _token_pattern(
+    abbreviations: bool = True, join_hyphens: bool = True, ptb_brackets: bool = False, ptb_quotes: bool = False
+) -> str:
+    """The RE2 alternation that matches one token (leftmost-first: earlier alternatives win)."""
+    w = _WORD_CHAR
+    joiners = r"[-.'’&]" if join_hyphens else r"[.'’&]"
+    alternatives = [
+        r"(?i:n['’]t)\b",
+        r"(?i:['’](?:s|re|ve|ll|d|m))\b",
+    ]
+    if abbreviations:
+        alternatives.append(r"(?i:" + _ABBREVIATIONS + r"|\p{L})\.\B")
+    alternatives += [
+        r"\p{L}(?:\.\p{L})+\.",
+        w + r"+(?:" + joiners + w + r"+|[,:/]\p{N}+)*",
+        r"\.\.\.",
+        r"--",
+    ]
+    if ptb_brackets:  # unmapped PTB escapes stay whole tokens
+        alternatives.insert(0, r"-(?i:[lr][rsc]b)-")
+    if ptb_quotes:
+        alternatives[-1:-1] = ["``", "''"]
+    alternatives.append(r"[^\s\p{Z}\p{Cc}]")
+    return "(?:" + "|".join(alternatives) + ")"
+
+
+def _regex_tokenize(
+    texts: tf.Tensor,
+    lowercase: bool = True,
+    *,
+    map_brackets: bool = True,
+    map_quotes: bool = True,
+    abbreviations: bool = True,
+    join_hyphens: bool = True,
+    normalize_apostrophes: bool = True,
+) -> tf.RaggedTensor:
+    """The tokenizer behind :func:`tokenize`, with switches used by ``benchmarks/text_coverage.py``.
+
+    Args:
+        texts: ``tf.string`` tensor ``[batch]``.
+        lowercase: lower-case before splitting.
+        map_brackets: map ``-LRB- -RRB- -LSB- -RSB- -LCB- -RCB-`` to ``( ) [ ] { }`` (else they stay whole).
+        map_quotes: map ``` `` ``` and ``''`` to ``"`` (else they stay whole).
+        abbreviations: keep the period of known abbreviations and initials (``mr.``, ``j.``).
+        join_hyphens: keep hyphenated words whole (``e-mail``) instead of ``e - mail``.
+        normalize_apostrophes: replace the curly apostrophe ``’`` by ``'``.
+
+    Returns:
+        ``tf.RaggedTensor`` of ``tf.string``, ``[batch, (tokens)]``.
+    """
+    if lowercase:
+        # Unicode lower-casing; also replaces invalid UTF-8 with U+FFFD.
+        texts = tf.strings.lower(texts, encoding="utf-8")
+    else:
+        texts = tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8", errors="replace")
+    texts = tf.strings.regex_replace(texts, r"\x{200B}", " ")  # zero-width space: a word break
+    texts = tf.strings.regex_replace(texts, r"\p{Cf}", "")  # soft hyphen, ZWJ, BOM ...: dropped
+    if normalize_apostrophes:
+        texts = tf.strings.regex_replace(texts, "’", "'")
+    if map_brackets:
+        for escape, bracket in _PTB_BRACKETS:
+            texts = tf.strings.regex_replace(texts, "(?i)" + escape, f" {bracket} ")
+    if map_quotes:
+        texts = tf.strings.regex_replace(texts, r"``|''", ' " ')
+    texts = tf.strings.regex_replace(texts, r"(?i)([\p{L}\p{N}])(n['’]t)\b", r"\1 \2")
+    texts = tf.strings.regex_replace(texts, r"(?i)([\p{L}\p{N}])(['’](?:s|re|ve|ll|d|m))\b", r"\1 \2")
+    texts = tf.strings.regex_replace(texts, r"(\p{Han})", r" \1 ")
+    token = _token_pattern(abbreviations=abbreviations, join_hyphens=join_hyphens,
+                           ptb_brackets=not map_brackets, ptb_quotes=not map_quotes)
+    return tf_text.regex_split(texts, _SEPARATOR + "+|" + token, token)
+
+
+def _as_string_batch(texts) -> tf.Tensor:
+    """Converts a batch of texts to a ``tf.string`` tensor ``[batch]`` (symbolic tensors pass through)."""
+    if isinstance(texts, tf.RaggedTensor):
+        raise TypeError("texts must be a dense tf.string tensor [batch], not a tf.RaggedTensor")
+    if tf.is_tensor(texts):
+        if texts.dtype != tf.string:
+            raise TypeError(f"texts must be a tf.string tensor, got dtype {texts.dtype.name}")
+        if texts.shape.rank is not None and texts.shape.rank != 1:
+            raise ValueError(f"texts must be a tf.string tensor of shape [batch], got shape {texts.shape}")
+        return texts
+    if isinstance(texts, (str, bytes)):
+        raise TypeError("texts must be a batch (list, numpy array or tf.Tensor [batch]); wrap a single text "
+                        "in a list")
+    if isinstance(texts, np.ndarray):
+        if texts.ndim != 1:
+            raise ValueError(f"texts must be a 1-D array [batch], got shape {texts.shape}")
+        if texts.dtype.kind in "US":
+            return tf.constant(texts.astype(object).tolist(), dtype=tf.string, shape=[len(texts)])
+        texts = texts.tolist()
+    else:
+        texts = list(texts)
+    for i, text in enumerate(texts):
+        if not isinstance(text, (str, bytes)):
+            raise TypeError(f"texts[{i}] is {type(text).__name__}, not str")
+    return tf.constant(texts, dtype=tf.string, shape=[len(texts)])
+
+
+def tokenize(texts, lowercase: bool = True) -> tf.RaggedTensor:
+    """Splits texts into GloVe-6B-style tokens (see the module docstring for the rule).
+
+    Built from TF ops only: works eagerly, in ``tf.data`` ``map`` and in ``tf.function`` / SavedModel graphs.
+
+    Args:
+        texts: a batch of texts: ``tf.string`` tensor ``[batch]`` (may be symbolic), list of ``str``, or 1-D
+            numpy array of ``str`` (``dtype=object`` or ``<U``).
+        lowercase: lower-case the text first (GloVe 6B is lower-case only). With ``False`` the case is kept
+            and everything else is the same.
+
+    Returns:
+        ``tf.RaggedTensor`` of dtype ``tf.string``, shape ``[batch, (tokens)]``; an empty or blank text gives
+        an empty row.
+
+    Raises:
+        TypeError: ``texts`` is a single string, a ragged tensor, a non-string tensor, or holds non-strings.
+        ValueError: ``texts`` is not one-dimensional.
+
+    Examples:
+        >>> tokenize(["How are glacier caves formed?"]).to_list()
+        [[b'how', b'are', b'glacier', b'caves', b'formed', b'?']]
+        >>> tokenize(["He did n't pay $ 1,000 -LRB- U.S. -RRB- ."]).to_list()[0]
+        [b'he', b'did', b"n't", b'pay', b'$', b'1,000', b'(', b'u.s.', b')', b'.']
+        >>> tokenize(["I don't know Mr. Smith's e-mail."]).to_list()[0]
+        [b'i', b'do', b"n't", b'know', b'mr.', b'smith', b"'s", b'e-mail', b'.']
+    """
+    return _regex_tokenize(_as_string_batch(texts), lowercase=bool(lowercase))
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Vocabulary validation and files
+# --------------------------------------------------------------------------------------------------------------
+
+
+def _validate_vocabulary(tokens: Sequence, source: str = "vocabulary") -> list[str]:
+    """Checks a vocabulary list; returns it as a list of ``str``. Errors name the offending index."""
+
+    def where(i):
+        if source == "vocabulary":
+            return f"vocabulary[{i}]"
+        return f"{source}, line {i + 1} (vocabulary[{i}])"
+
+    words = []
+    first_index = {}
+    for i, token in enumerate(tokens):
+        if isinstance(token, bytes):
+            token = token.decode("utf-8")
+        if not isinstance(token, str):
+            raise ValueError(f"{where(i)} is {type(token).__name__}, not str")
+        if not token:
+            raise ValueError(f"{where(i)} is an empty string")
+        if token in RESERVED_TOKENS:
+            raise ValueError(f"{where(i)} is the reserved token {token!r} (ids {PAD_ID} and {OOV_ID} are "
+                             f"reserved; leave them out of the vocabulary)")
+        bad = next((c for c in token if c.isspace() or unicodedata.category(c) == "Cc"), None)
+        if bad is not None:
+            raise ValueError(f"{where(i)} = {token!r} contains whitespace or a control character ({bad!r})"
+                             + (" (CRLF line endings?)" if bad == "\r" else ""))
+        if token in first_index:
+            raise ValueError(f"{where(i)} = {token!r} duplicates {where(first_index[token])}")
+        first_index[token] = i
+        words.append(token)
+    return words
+
+
+def _write_vocabulary(words: Sequence[str], path) -> None:
+    with open(path, "w", encoding="utf-8", newline="\n") as f:
+        for word in words:
+            f.write(word)
+            f.write("\n")
+
+
+def _read_vocabulary(path) -> list[str]:
+    with open(path, "rb") as f:
+        data = f.read()
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    words = []
+    for i, line in enumerate(lines):
+        try:
+            words.append(line.decode("utf-8"))
+        except UnicodeDecodeError as e:
+            raise ValueError(f"{path}, line {i + 1} (vocabulary[{i}]): not valid UTF-8 ({e})") from None
+    return _validate_vocabulary(words, source=str(path))
+
+
+def _make_table(path: str) -> tf.lookup.StaticHashTable:
+    initializer = tf.lookup.TextFileInitializer(
+        filename=path,
+        key_dtype=tf.string,
+        key_index=tf.lookup.TextFileIndex.WHOLE_LINE,
+        value_dtype=tf.int64,
+        value_index=tf.lookup.TextFileIndex.LINE_NUMBER,
+    )
+    return tf.lookup.StaticHashTable(initializer, default_value=-1)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# TextEncoder
+# --------------------------------------------------------------------------------------------------------------
+
+
+class TextEncoder:
+    """Maps texts to fixed-length ``int32`` token-id matrices with a file-backed lookup table.
+
+    Ids: ``0`` = padding, ``1`` = out-of-vocabulary, ``vocabulary[i]`` -> ``i + 2``; ``vocab_size`` is
+    ``len(vocabulary) + 2`` (the input dimension of an ``Embedding`` layer).
+
+    Where the vocabulary lives: the lookup table (:attr:`table`, a ``tf.lookup.StaticHashTable`` initialized
+    with ``tf.lookup.TextFileInitializer``: key = whole line, value = line number) is always read from a file,
+    :attr:`vocabulary_path`, so that a SavedModel exported from a function calling :meth:`encode` carries the
+    vocabulary as an asset (``assets/<file name>``) and no longer needs the original file once saved.
+
+    * ``TextEncoder(words)`` (and :meth:`build`) writes ``words`` to a file in a private temporary directory
+      owned by the encoder; it is deleted when both the encoder and its table have been garbage-collected
+      (so export before dropping them). Use :meth:`save_vocabulary` to keep a copy.
+    * :meth:`from_file` uses the given file in place (no copy): keep it there until the encoder is exported.
+
+    Models must accept all-padding rows: ``encode([""], n)`` is a row of ``n`` zeros (mask padding, and make
+    pooling over zero valid positions return zeros rather than NaN).
+
+    Args:
+        vocabulary: the words, most useful first (order fixes the ids). Each must be a non-empty ``str`` without
+            whitespace or control characters, unique, and not one of :data:`RESERVED_TOKENS`. With
+            ``lowercase=True`` upper-case words can never match and trigger a warning.
+        lowercase: lower-case texts before tokenizing (match GloVe 6B). Stored in :meth:`get_config`.
+
+    Attributes:
+        token_counts: ``collections.Counter`` of every token of the training texts (kept or not) when the encoder
+            was made by :meth:`build`, else ``None``; not saved with the vocabulary.
+
+    Raises:
+        ValueError: the vocabulary is empty or a word is invalid (the message names its index).
+        TypeError: ``vocabulary`` is a single string.
+
+    Examples:
+        >>> encoder = TextEncoder(["the", "cat", "sat"])
+        >>> encoder.vocab_size
+        5
+        >>> encoder.encode(["The cat sat on the mat", ""], max_length=4).numpy().tolist()
+        [[2, 3, 4, 1], [0, 0, 0, 0]]
+    """
+
+    def __init__(self, vocabulary: Sequence[str], lowercase: bool = True, *, _path: str | None = None):
+        if isinstance(vocabulary, (str, bytes)):
+            raise TypeError("vocabulary must be a sequence of words, not a single string; "
+                            "use TextEncoder.from_file(path) to read a vocabulary file")
+        if _path is None:
+            words = _validate_vocabulary(list(vocabulary))
+        else:
+            words = list(vocabulary)  # validated by from_file
+        if not words:
+            raise ValueError("the vocabulary is empty")
+        self._vocabulary = words
+        self._lowercase = bool(lowercase)
+        self.token_counts: collections.Counter | None = None
+        if self._lowercase:
+            upper = next((i for i, w in enumerate(words) if w != w.lower()), None)
+            if upper is not None:
+                warnings.warn(f"vocabulary[{upper}] = {words[upper]!r} is not lower-case but lowercase=True: "
+                              "such words never match", stacklevel=2)
+        if _path is None:
+            directory = tempfile.mkdtemp(prefix="keras_match_vocab_")
+            _path = os.path.join(directory, "vocabulary.txt")
+            _write_vocabulary(words, _path)
+            owned_directory = directory
+        else:
+            owned_directory = None
+        self._path = os.fspath(_path)
+        self._table = _make_table(self._path)
+        if owned_directory is not None:
+            # The file must outlive the table (it is copied when the table is exported): remove it with the table.
+            weakref.finalize(self._table, shutil.rmtree, owned_directory, ignore_errors=True)
+
+    # ---- construction ----------------------------------------------------------------------------------------
+
+    @classmethod
+    def from_file(cls, path, lowercase: bool = True) -> "TextEncoder":
+        """Loads a vocabulary file: UTF-8, one word per line, ``"\\n"`` line ends, ids from 2 in line order.
+
+        The table reads the file in place; keep it until the encoder has been exported.
+
+        Args:
+            path: the vocabulary file (as written by :meth:`save_vocabulary`).
+            lowercase: see :class:`TextEncoder`.
+
+        Returns:
+            A :class:`TextEncoder`.
+
+        Raises:
+            ValueError: the file is empty, not UTF-8, or has an invalid word (message: file, line, index).
+            FileNotFoundError: ``path`` does not exist.
+        """
+        path = os.fspath(path)
+        words = _read_vocabulary(path)
+        return cls(words, lowercase=lowercase, _path=os.path.abspath(path))
+
+    @classmethod
+    def build(
+        cls,
+        texts: Iterable[str],
+        min_count: int = 1,
+        max_tokens: int | None = None,
+        lowercase: bool = True,
+        batch_size: int = 4096,
+    ) -> "TextEncoder":
+        """Builds a vocabulary from training texts with the encoder's own tokenizer.
+
+        Words are ordered by count (descending), then by token (ascending code points), which makes the ids
+        deterministic; words with ``count >= min_count`` are kept, at most ``max_tokens`` of them. Every text is
+        counted as often as it appears (pass distinct texts to avoid weighting repeated questions). The counts of
+        all tokens are kept in :attr:`token_counts` (used for ``token_coverage`` by :func:`load_embeddings`).
+
+        Args:
+            texts: iterable of ``str`` (list, generator, numpy array).
+            min_count: minimum count of a kept word, ``>= 1``.
+            max_tokens: maximum number of words (reserved ids not included), ``None`` for no limit.
+            lowercase: see :class:`TextEncoder`.
+            batch_size: texts tokenized per eager call.
+
+        Returns:
+            A :class:`TextEncoder` backed by a temporary vocabulary file.
+
+        Raises:
+            ValueError: ``min_count < 1``, ``max_tokens < 1``, or no word is left.
+            TypeError: an item of ``texts`` is not a string.
+
+        Examples:
+            >>> enc = TextEncoder.build(["a b b", "c b a"], min_count=2)
+            >>> enc.vocabulary
+            ['b', 'a']
+        """
+        if isinstance(texts, (str, bytes)):
+            raise TypeError("texts must be an iterable of texts, not a single string")
+        if int(min_count) != min_count or min_count < 1:
+            raise ValueError(f"min_count must be an integer >= 1, got {min_count!r}")
+        if max_tokens is not None and (int(max_tokens) != max_tokens or max_tokens < 1):
+            raise ValueError(f"max_tokens must be None or an integer >= 1, got {max_tokens!r}")
+        counts = _count_tokens(texts, lowercase=lowercase, batch_size=batch_size)
+        ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+        words = [word for word, count in ranked if count >= min_count]
+        if max_tokens is not None:
+            words = words[: int(max_tokens)]
+        if not words:
+            raise ValueError(f"no token occurs at least min_count={min_count} times in the texts")
+        encoder = cls(words, lowercase=lowercase)
+        encoder.token_counts = counts
+        return encoder
+
+    def get_config(self) -> dict:
+        """Returns the settings that are not in the vocabulary file: ``{"lowercase": bool}``."""
+        return {"lowercase": self._lowercase}
+
+    @classmethod
+    def from_config(cls, config: dict, vocabulary_path) -> "TextEncoder":
+        """Rebuilds an encoder from :meth:`get_config` output and a vocabulary file.
+
+        Args:
+            config: a dict from :meth:`get_config`.
+            vocabulary_path: the file written by :meth:`save_vocabulary`.
+
+        Returns:
+            A :class:`TextEncoder` equal to the saved one (same ids).
+        """
+        return cls.from_file(vocabulary_path, **config)
+
+    def save_vocabulary(self, path) -> str:
+        """Writes the vocabulary: UTF-8, one word per line, each line ended by ``"\\n"``.
+
+        Args:
+            path: destination file (parent directory must exist).
+
+        Returns:
+            ``path`` as a string.
+        """
+        path = os.fspath(path)
+        _write_vocabulary(self._vocabulary, path)
+        return path
+
+    # ---- properties -------------------------------------------------------------------------------------------
+
+    @property
+    def vocabulary(self) -> list[str]:
+        """The words (without the reserved tokens); ``vocabulary[i]`` has id ``i + 2``."""
+        return list(self._vocabulary)
+
+    @property
+    def vocab_size(self) -> int:
+        """Number of ids: ``len(vocabulary) + 2``."""
+        return len(self._vocabulary) + _NUM_RESERVED
+
+    @property
+    def lowercase(self) -> bool:
+        return self._lowercase
+
+    @property
+    def table(self) -> tf.lookup.StaticHashTable:
+        """The token -> line-number lookup table; track it when exporting (``ExportArchive.track(table)``)."""
+        return self._table
+
+    @property
+    def vocabulary_path(self) -> str:
+        """The file the table is initialized from."""
+        return self._path
+
+    def __len__(self) -> int:
+        return self.vocab_size
+
+    def __repr__(self) -> str:
+        return (f"TextEncoder(vocab_size={self.vocab_size}, lowercase={self._lowercase}, "
+                f"vocabulary_path={self._path!r})")
+
+    # ---- encoding ---------------------------------------------------------------------------------------------
+
+    def tokenize(self, texts) -> tf.RaggedTensor:
+        """Tokenizes with this encoder's settings; see :func:`tokenize`.
+
+        Args:
+            texts: ``tf.string`` tensor ``[batch]``, list of ``str`` or 1-D numpy array of ``str``.
+
+        Returns:
+            ``tf.RaggedTensor`` of ``tf.string``, ``[batch, (tokens)]``.
+        """
+        return tokenize(texts, lowercase=self._lowercase)
+
+    def lookup(self, tokens):
+        """Maps string tokens (tensor or ragged tensor of any shape) to ``int32`` ids (OOV -> 1, no padding)."""
+        if isinstance(tokens, tf.RaggedTensor):
+            return tf.ragged.map_flat_values(self.lookup, tokens)
+        line = self._table.lookup(tf.convert_to_tensor(tokens, dtype=tf.string))
+        ids = tf.where(line < 0, tf.constant(OOV_ID, tf.int64), line + _NUM_RESERVED)
+        return tf.cast(ids, tf.int32)
+
+    def encode(self, texts, max_length: int) -> tf.Tensor:
+        """Tokenizes and maps texts to a padded/truncated id matrix.
+
+        Usable eagerly, in ``tf.data`` ``map`` and in ``tf.function`` (e.g. with
+        ``input_signature=[tf.TensorSpec([None], tf.string)]``); ``max_length`` must be a Python int.
+
+        Args:
+            texts: ``tf.string`` tensor ``[batch]``, list of ``str`` or 1-D numpy array of ``str``.
+            max_length: number of ids per row, ``>= 1``. Longer texts keep their first ``max_length`` tokens;
+                shorter ones are padded with ``0`` at the end.
+
+        Returns:
+            ``tf.Tensor`` of dtype ``int32``, shape ``[batch, max_length]``. Unknown tokens are ``1``; an empty
+            or blank text gives an all-zero row (models must handle rows that are all padding).
+
+        Raises:
+            ValueError: ``max_length < 1`` (or not an integer), or ``texts`` not one-dimensional.
+            TypeError: see :func:`tokenize`.
+
+        Examples:
+            >>> TextEncoder(["cat"]).encode(["a cat", "cat cat cat"], max_length=2).numpy().tolist()
+            [[1, 2], [2, 2]]
+        """
+        if isinstance(max_length, bool) or not isinstance(max_length, (int, np.integer)) or max_length < 1:
+            raise ValueError(f"max_length must be an integer >= 1, got {max_length!r}")
+        max_length = int(max_length)
+        ids = self.lookup(self.tokenize(texts))
+        ids = ids[:, :max_length]
+        return ids.to_tensor(default_value=PAD_ID, shape=[None, max_length])
+
+
+def _count_tokens(texts: Iterable[str], lowercase: bool = True, batch_size: int = 4096) -> collections.Counter:
+    counts: collections.Counter = collections.Counter()
+    batch_size = max(1, int(batch_size))
+    if isinstance(texts, np.ndarray):
+        texts = texts.tolist()
+
+    def flush(batch):
+        tokens = tokenize(batch, lowercase=lowercase).flat_values.numpy()
+        counts.update(tokens.tolist())
+
+    batch = []
+    for text in texts:
+        batch.append(text)
+        if len(batch) >= batch_size:
+            flush(batch)
+            batch = []
+    if batch:
+        flush(batch)
+    return collections.Counter({token.decode("utf-8"): n for token, n in counts.items()})
+
+
+# --------------------------------------------------------------------------------------------------------------
+# GloVe
+# --------------------------------------------------------------------------------------------------------------
+
+
+def _open_binary(path):
+    with open(path, "rb") as f:
+        magic = f.read(2)
+    return gzip.open(path, "rb") if magic == b"\x1f\x8b" else open(path, "rb")
+
+
+def load_embeddings(path, encoder_or_vocabulary, dim: int | None = None, seed: int = 0):
+    """Reads word vectors in GloVe text format into an embedding matrix aligned with encoder ids.
+
+    The file (plain or gzip, detected from its content) has one ``word v1 ... vd`` line per word, single-space
+    separated (runs of spaces/tabs are tolerated), UTF-8. It is streamed and only the vectors of vocabulary words
+    are parsed, so full 400k-word files load quickly. A word2vec-style header line ``<count> <dim>`` is skipped.
+    If a word occurs twice, its first vector is used.
+
+    Rows: ``0`` (padding) and ``1`` (OOV) are zeros; row ``i + 2`` is the vector of ``vocabulary[i]``, or, if
+    the file has no such word, a random normal vector with standard deviation 0.1 drawn from
+    ``numpy.random.default_rng(seed)`` (the random matrix is drawn for all rows at once, so a word's random
+    vector depends only on ``seed``, the vocabulary size and its id). Words are matched exactly: a lower-cased
+    vocabulary matches GloVe 6B; upper-case words never do.
+
+    Args:
+        path: the vector file (``.txt`` or ``.txt.gz``).
+        encoder_or_vocabulary: a :class:`TextEncoder` or a list of words (ids as in :class:`TextEncoder`).
+        dim: expected vector size; ``None`` infers it from the first line.
+        seed: seed of the random vectors of missing words.
+
+    Returns:
+        ``(matrix, report)``: ``matrix`` is ``np.float32`` ``[vocab_size, dim]``; ``report`` is a dict with
+        ``vocabulary`` (number of words n), ``found`` (k words with a vector), ``coverage`` (k / n),
+        ``token_coverage`` (share of the training token occurrences whose word got a file vector; words cut by
+        ``min_count``/``max_tokens`` count as uncovered; ``None`` unless the encoder came from
+        :meth:`TextEncoder.build`), ``dim``, ``path`` and ``missing_examples`` (up to 20 missing words, in
+        vocabulary order).
+
+    Raises:
+        ValueError: a line has a different number of values than the first (message names file and line),
+            a value is not a number, the file has no vectors, or ``dim`` does not match the file.
+
+    Examples:
+        >>> encoder = TextEncoder.build(texts)  # doctest: +SKIP
+        >>> matrix, report = load_embeddings("glove.6B.50d.txt.gz", encoder)  # doctest: +SKIP
+        >>> keras.layers.Embedding(encoder.vocab_size, report["dim"],
+        ...                        embeddings_initializer=keras.initializers.Constant(matrix))  # doctest: +SKIP
+    """
+    path = os.fspath(path)
+    counts = None
+    if isinstance(encoder_or_vocabulary, TextEncoder):
+        words = encoder_or_vocabulary.vocabulary
+        counts = encoder_or_vocabulary.token_counts
+    else:
+        if isinstance(encoder_or_vocabulary, (str, bytes)):
+            raise TypeError("encoder_or_vocabulary must be a TextEncoder or a list of words")
+        words = _validate_vocabulary(list(encoder_or_vocabulary))
+    if dim is not None and (int(dim) != dim or dim < 1):
+        raise ValueError(f"dim must be None or an integer >= 1, got {dim!r}")
+    wanted = {word.encode("utf-8"): i + _NUM_RESERVED for i, word in enumerate(words)}
+    vectors: dict[int, np.ndarray] = {}
+    file_dim = None
+    with _open_binary(path) as f:
+        for lineno, raw in enumerate(f, start=1):
+            raw = raw.rstrip()
+            if not raw:
+                continue
+            if file_dim is None:
+                fields = raw.split()
+                if len(fields) == 2 and fields[0].isdigit() and fields[1].isdigit() and dim != 1:
+                    file_dim = int(fields[1])  # word2vec text header "<count> <dim>"
+                    if dim is not None and file_dim != dim:
+                        raise ValueError(f"{path}, line {lineno}: header says dim {file_dim}, expected {dim}")
+                    continue
+                file_dim = len(fields) - 1
+                if file_dim < 1:
+                    raise ValueError(f"{path}, line {lineno}: a word without values")
+                if dim is not None and file_dim != dim:
+                    raise ValueError(f"{path}, line {lineno}: vectors have {file_dim} values, expected dim={dim}")
+            space = raw.find(b" ")
+            if space > 0 and raw.count(b" ") == file_dim and b"  " not in raw and b"\t" not in raw:
+                word, values = raw[:space], raw[space + 1:]
+            else:
+                fields = raw.split(None, 1)
+                n_values = len(fields[1].split()) if len(fields) == 2 else 0
+                if n_values != file_dim:
+                    raise ValueError(f"{path}, line {lineno}: expected a word and {file_dim} values, "
+                                     f"found {n_values} values")
+                word, values = fields
+            row = wanted.get(word)
+            if row is None or row in vectors:
+                continue
+            try:
+                vectors[row] = np.array(values.split(), dtype=np.float32)
+            except ValueError:
+                raise ValueError(f"{path}, line {lineno}: a value of {word!r} is not a number") from None
+    if file_dim is None:
+        raise ValueError(f"{path}: no vectors in the file")
+    vocab_size = len(words) + _NUM_RESERVED
+    rng = np.random.default_rng(seed)
+    matrix = (0.1 * rng.standard_normal((vocab_size, file_dim))).astype(np.float32)
+    matrix[:_NUM_RESERVED] = 0.0
+    for row, vector in vectors.items():
+        matrix[row] = vector
+    found_words = {words[row - _NUM_RESERVED] for row in vectors}
+    token_coverage = None
+    if counts:
+        total = sum(counts.values())
+        token_coverage = sum(counts[w] for w in found_words) / total if total else 0.0
+    report = {
+        "vocabulary": len(words),
+        "found": len(vectors),
+        "coverage": len(vectors) / len(words) if words else 0.0,
+        "token_coverage": token_coverage,
+        "dim": file_dim,
+        "path": path,
+        "missing_examples": [w for w in words if w not in found_words][:20],
+    }
+    return matrix, report
