@@ -1,0 +1,137 @@
+"""Mask-aware primitives shared by the keras-match layers.
+
+Plain functions on backend tensors (they use `keras.ops` only), so every layer that takes padded sequences
+reduces them the same way:
+
+- `masked_softmax`: padded positions get a large negative logit before the softmax and an exact zero weight
+  after it, so a row with no real position gives all-zero weights (not a uniform distribution, not NaN).
+- `masked_mean` / `masked_max`: reductions over real positions only; a reduction over an empty set is 0.
+- `zero_padded`: zero the vectors at padded positions.
+
+Masks follow the Keras convention: boolean, `True` marks a real token. Integer or float masks are accepted and
+cast to bool (non-zero = real). A mask may have fewer dimensions than the values as long as it broadcasts
+against them (e.g. a `[batch, 1, time]` mask against `[batch, time_q, time]` scores).
+
+Values at padded positions may be anything finite (they get exact-zero weights, so garbage cannot leak);
+they must not be inf or NaN, since `0 * inf` is NaN in the attention matmuls (embedding outputs never are).
+"""
+
+import keras
+from keras import ops
+
+
+def mask_fill_value(dtype):
+    """The logit given to padded positions: -1e9, or -3e4 for float16 (as `keras.layers.Softmax`)."""
+    if keras.backend.standardize_dtype(dtype) == "float16":
+        return -3e4
+    return -1e9
+
+
+def as_bool_mask(mask):
+    """Cast a mask to bool (`None` stays `None`)."""
+    if mask is None:
+        return None
+    return ops.cast(mask, "bool")
+
+
+def _broadcast_mask(mask, values):
+    """A bool mask broadcast to the full shape of `values`."""
+    return ops.logical_and(ops.ones_like(values, dtype="bool"), as_bool_mask(mask))
+
+
+def masked_softmax(logits, mask=None, axis=-1):
+    """Softmax over `axis` restricted to the positions where `mask` is True.
+
+    Args:
+        logits: float tensor.
+        mask: `None` or a bool tensor broadcastable to `logits`.
+        axis: the axis to normalise over.
+
+    Returns:
+        Weights of the shape of `logits`: they sum to 1 over the real positions of each row, are exactly 0 at
+        padded positions, and are 0 everywhere in a row without any real position.
+    """
+    if mask is None:
+        return ops.softmax(logits, axis=axis)
+    mask = _broadcast_mask(mask, logits)
+    filled = ops.where(mask, logits, mask_fill_value(logits.dtype))
+    weights = ops.softmax(filled, axis=axis)
+    return ops.where(mask, weights, ops.zeros_like(weights))
+
+
+def masked_mean(values, mask=None, axis=-1, keepdims=False):
+    """Mean of `values` over `axis` counting only real positions; 0 where there is none."""
+    if mask is None:
+        return ops.mean(values, axis=axis, keepdims=keepdims)
+    mask = _broadcast_mask(mask, values)
+    total = ops.sum(ops.where(mask, values, ops.zeros_like(values)), axis=axis, keepdims=keepdims)
+    count = ops.sum(ops.cast(mask, values.dtype), axis=axis, keepdims=keepdims)
+    return total / ops.maximum(count, ops.ones_like(count))
+
+
+def masked_max(values, mask=None, axis=-1, keepdims=False):
+    """Maximum of `values` over `axis` among real positions only; 0 where there is none.
+
+    Real values must be larger than `mask_fill_value(dtype)` (-1e9 in float32).
+    """
+    if mask is None:
+        return ops.max(values, axis=axis, keepdims=keepdims)
+    mask = _broadcast_mask(mask, values)
+    filled = ops.where(mask, values, mask_fill_value(values.dtype))
+    result = ops.max(filled, axis=axis, keepdims=keepdims)
+    has_real = ops.any(mask, axis=axis, keepdims=keepdims)
+    return ops.where(has_real, result, ops.zeros_like(result))
+
+
+def zero_padded(values, mask=None):
+    """`values` [batch, time, ...] with the vectors at padded positions of `mask` [batch, time] set to 0.
+
+    The result has the broadcast shape of `values` and the mask (so a `[batch, 1, dim]` vector and a
+    `[batch, time]` mask give `[batch, time, dim]`). Uses `where`, so whatever sits at padded positions is
+    replaced, not multiplied.
+    """
+    if mask is None:
+        return values
+    mask = ops.expand_dims(as_bool_mask(mask), -1)
+    return ops.where(mask, values, ops.zeros_like(values))
+
+
+def split_pair_masks(mask):
+    """`None` or a pair `[q_mask, d_mask]` (either may be `None`) -> `(q_mask, d_mask)` as bool tensors."""
+    if mask is None:
+        return None, None
+    if not isinstance(mask, (list, tuple)) or len(mask) != 2:
+        raise ValueError(
+            f"Expected `mask` to be None or a pair [q_mask, d_mask]. Received: mask={mask}"
+        )
+    return as_bool_mask(mask[0]), as_bool_mask(mask[1])
+
+
+def check_pair_shape(input_shape, layer_name):
+    """Validate the `[q_shape, d_shape]` of a pair layer and return them as tuples.
+
+    Both must be rank 3 (`[batch, time, dim]`) with the same, known `dim`.
+
+    Raises:
+        ValueError: if `input_shape` is not a pair of rank-3 shapes with equal, defined last dimensions.
+    """
+    if (
+        not isinstance(input_shape, (list, tuple))
+        or len(input_shape) != 2
+        or not all(isinstance(s, (list, tuple)) for s in input_shape)
+    ):
+        raise ValueError(
+            f"Layer {layer_name} expects a pair of inputs [q, d]. Received input_shape={input_shape}"
+        )
+    q_shape, d_shape = (tuple(s) for s in input_shape)
+    if len(q_shape) != 3 or len(d_shape) != 3:
+        raise ValueError(
+            f"Layer {layer_name} expects q and d of rank 3 ([batch, time, dim]). "
+            f"Received q shape {q_shape} and d shape {d_shape}."
+        )
+    if q_shape[-1] is None or q_shape[-1] != d_shape[-1]:
+        raise ValueError(
+            f"Layer {layer_name} expects q and d with the same, defined last dimension. "
+            f"Received q shape {q_shape} and d shape {d_shape}."
+        )
+    return q_shape, d_shape

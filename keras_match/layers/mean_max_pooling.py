@@ -1,0 +1,78 @@
+"""MeanMax pooling (MCAN eq. 14)."""
+
+import keras
+from keras import ops
+
+from keras_match.layers.masked_ops import masked_max
+from keras_match.layers.masked_ops import masked_mean
+
+
+@keras.saving.register_keras_serializable(package="keras_match")
+class MeanMaxPooling(keras.layers.Layer):
+    """Concatenated masked mean and masked max over time: `h = [mean_t h_t; max_t h_t]`.
+
+    Implements the MeanMax operator of eq. 14 of Tay et al. (2018), which pools the LSTM hidden states
+    `h_1 ... h_l` of a sentence into one vector.
+
+    Args:
+        **kwargs: standard `keras.layers.Layer` arguments (`name`, `dtype`).
+
+    Input shape:
+        `[batch, time, dim]` float tensor.
+
+    Output shape:
+        `[batch, 2 * dim]`: the first `dim` features are the mean, the last `dim` the max. Same dtype as the
+        input (the layer's compute dtype).
+
+    Masking:
+        With a mask (`[batch, time]`, True = real token), the mean is over real positions only (sum divided by
+        the number of real tokens) and the max is over real positions only, so padding never changes the
+        result. A fully padded row (empty text) gives all zeros (no -inf, no NaN). The output carries no mask
+        (time is reduced away). Without a mask every position counts.
+
+    Raises:
+        ValueError: at build if the input is not rank 3.
+
+    Examples:
+
+    ```python
+    x = np.random.rand(2, 5, 3).astype("float32")
+    mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], bool)
+    MeanMaxPooling()(x, mask=mask)  # [2, 6]; row 0 pools its first 3 positions only
+
+    # Usually after a sequence-returning encoder; the mask comes along implicitly:
+    h = keras.layers.LSTM(64, return_sequences=True)(masked_words)
+    h = MeanMaxPooling()(h)         # [batch, 128]
+    ```
+
+    Reference:
+        - [Tay, Tuan, Hui. Multi-Cast Attention Networks. KDD 2018](https://arxiv.org/abs/1806.00778),
+          section 2.4.1, eq. 14.
+    """
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.supports_masking = True
+
+    def build(self, input_shape):
+        if len(input_shape) != 3:
+            raise ValueError(
+                f"Layer {self.name} expects a rank-3 input [batch, time, dim]. Received input_shape={input_shape}"
+            )
+
+    def call(self, inputs, mask=None):
+        if mask is not None:
+            mask = ops.expand_dims(ops.cast(mask, "bool"), -1)
+        mean = masked_mean(inputs, mask, axis=1)
+        maximum = masked_max(inputs, mask, axis=1)
+        return ops.concatenate([mean, maximum], axis=-1)
+
+    def compute_mask(self, inputs, mask=None):
+        return None
+
+    def compute_output_shape(self, input_shape):
+        dim = input_shape[-1]
+        return (input_shape[0], None if dim is None else 2 * dim)
+
+    def get_config(self):
+        return super().get_config()

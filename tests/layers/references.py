@@ -1,0 +1,174 @@
+"""Slow NumPy references of the MCAN equations (Tay et al., KDD 2018), written from the paper.
+
+Explicit Python loops over batch and positions, float64, no code shared with keras_match. Weights come from
+the layers' own `get_weights()`. Conventions for padded positions (the paper has none): padded words are
+skipped; a max / mean over no real word is 0; a weighted sum with no real word is the zero vector; outputs at
+padded positions are 0.
+"""
+
+import numpy as np
+
+ACTIVATIONS = {
+    "relu": lambda v: np.maximum(v, 0.0),
+    "sigmoid": lambda v: 1.0 / (1.0 + np.exp(-v)),
+    "tanh": np.tanh,
+    "linear": lambda v: v,
+}
+
+
+def dense(vector, kernel, bias, activation="linear"):
+    """activation(vector . kernel + bias) for one vector."""
+    out = np.array([np.dot(vector, kernel[:, u]) + bias[u] for u in range(kernel.shape[1])])
+    return ACTIVATIONS[activation](out)
+
+
+def softmax(values):
+    values = np.asarray(values, dtype=np.float64)
+    e = np.exp(values - values.max())
+    return e / e.sum()
+
+
+def real_positions(mask_row):
+    return [t for t in range(len(mask_row)) if mask_row[t]]
+
+
+# eq. 1 -------------------------------------------------------------------------------------------------------
+def highway(x, weights, activation="relu"):
+    """x [..., d]; weights = [W_H, b_H, W_T, b_T] (+ [W_C, b_C] for the carry projection)."""
+    x = np.asarray(x, np.float64)
+    w_h, b_h, w_t, b_t = weights[:4]
+    out = np.zeros(x.shape[:-1] + (w_h.shape[1],))
+    for index in np.ndindex(*x.shape[:-1]):
+        v = x[index]
+        h = dense(v, w_h, b_h, activation)
+        t = dense(v, w_t, b_t, "sigmoid")
+        carry = dense(v, weights[4], weights[5], activation) if len(weights) == 6 else v
+        out[index] = h * t + (1.0 - t) * carry
+    return out
+
+
+# eq. 14 ------------------------------------------------------------------------------------------------------
+def mean_max(x, mask):
+    batch, _, dim = x.shape
+    out = np.zeros((batch, 2 * dim))
+    for b in range(batch):
+        real = real_positions(mask[b])
+        if not real:
+            continue
+        for k in range(dim):
+            column = [float(x[b, t, k]) for t in real]
+            out[b, k] = sum(column) / len(column)
+            out[b, dim + k] = max(column)
+    return out
+
+
+# eq. 10-12 ---------------------------------------------------------------------------------------------------
+def sum_compression(v):
+    return float(sum(v))
+
+
+def dense_compression(v, kernel, bias):
+    return max(0.0, float(sum(v[i] * kernel[i, 0] for i in range(len(v))) + bias[0]))
+
+
+def fm_compression(v, w0, w, factors):
+    """eq. 12 with the explicit double sum over pairs i < j."""
+    n = len(v)
+    total = w0[0] + sum(w[i, 0] * v[i] for i in range(n))
+    for i in range(n):
+        for j in range(i + 1, n):
+            total += np.dot(factors[i], factors[j]) * v[i] * v[j]
+    return float(total)
+
+
+def compression_fn(kind, weights):
+    """A vector -> scalar function for a compression layer's kind ("sm" / "nn" / "fm") and get_weights()."""
+    if kind == "sm":
+        return sum_compression
+    if kind == "nn":
+        return lambda v: dense_compression(v, *weights)
+    return lambda v: fm_compression(v, *weights)
+
+
+def apply_compression(fn, x):
+    """Apply a vector -> scalar function at every position of x [..., n] -> [..., 1]."""
+    out = np.zeros(x.shape[:-1] + (1,))
+    for index in np.ndindex(*x.shape[:-1]):
+        out[index + (0,)] = fn(np.asarray(x[index], np.float64))
+    return out
+
+
+# eq. 2-5 -----------------------------------------------------------------------------------------------------
+def co_attention(q, d, q_mask, d_mask, kernel, bias, activation="relu"):
+    """Returns the same dict as CoAttention: affinity, max, mean, alignment (per word, 0 at padding)."""
+    batch, len_q, dim = q.shape
+    len_d = d.shape[1]
+    out = {
+        "affinity": np.zeros((batch, len_q, len_d)),
+        "max": (np.zeros((batch, len_q, dim)), np.zeros((batch, len_d, dim))),
+        "mean": (np.zeros((batch, len_q, dim)), np.zeros((batch, len_d, dim))),
+        "alignment": (np.zeros((batch, len_q, dim)), np.zeros((batch, len_d, dim))),
+    }
+    for b in range(batch):
+        real_q, real_d = real_positions(q_mask[b]), real_positions(d_mask[b])
+        fq = {i: dense(q[b, i], kernel, bias, activation) for i in real_q}
+        fd = {j: dense(d[b, j], kernel, bias, activation) for j in real_d}
+        s = {(i, j): float(np.dot(fq[i], fd[j])) for i in real_q for j in real_d}  # eq. 2
+        for (i, j), value in s.items():
+            out["affinity"][b, i, j] = value
+        for name, reduce in (("max", max), ("mean", lambda vals: sum(vals) / len(vals))):
+            # eq. 3 / 4: score each q word against all real d words (and vice versa), softmax over own words.
+            q_scores = [reduce([s[i, j] for j in real_d]) if real_d else 0.0 for i in real_q]
+            d_scores = [reduce([s[i, j] for i in real_q]) if real_q else 0.0 for j in real_d]
+            q_vec = sum((w * q[b, i] for w, i in zip(softmax(q_scores), real_q)), np.zeros(dim)) if real_q else 0
+            d_vec = sum((w * d[b, j] for w, j in zip(softmax(d_scores), real_d)), np.zeros(dim)) if real_d else 0
+            for i in real_q:
+                out[name][0][b, i] = q_vec
+            for j in real_d:
+                out[name][1][b, j] = d_vec
+        # eq. 5: each word's aligned vector is a softmax-weighted sum of the partner's real words.
+        if real_d:
+            for i in real_q:
+                weights = softmax([s[i, j] for j in real_d])
+                out["alignment"][0][b, i] = sum(w * d[b, j] for w, j in zip(weights, real_d))
+        if real_q:
+            for j in real_d:
+                weights = softmax([s[i, j] for i in real_q])
+                out["alignment"][1][b, j] = sum(w * q[b, i] for w, i in zip(weights, real_q))
+    return out
+
+
+# eq. 6 -------------------------------------------------------------------------------------------------------
+def intra_attention(x, mask, kernel, bias, activation="relu"):
+    batch, length, dim = x.shape
+    out = np.zeros((batch, length, dim))
+    for b in range(batch):
+        real = real_positions(mask[b])
+        fx = {i: dense(x[b, i], kernel, bias, activation) for i in real}
+        for i in real:
+            weights = softmax([np.dot(fx[i], fx[j]) for j in real])
+            out[b, i] = sum(w * x[b, j] for w, j in zip(weights, real))
+    return out
+
+
+# eq. 7-9, section 2.3.3 --------------------------------------------------------------------------------------
+def multi_cast(q, d, q_mask, d_mask, co_weights, intra_weights, compressions, activation="relu"):
+    """compressions: 12 vector -> scalar functions in the order [align, max, mean, intra] x [c, m, s]."""
+    co = co_attention(q, d, q_mask, d_mask, *co_weights, activation=activation)
+    bars_q = [co["alignment"][0], co["max"][0], co["mean"][0], intra_attention(q, q_mask, *intra_weights, activation)]
+    bars_d = [co["alignment"][1], co["max"][1], co["mean"][1], intra_attention(d, d_mask, *intra_weights, activation)]
+
+    def side(x, mask, bars):
+        batch, length, _ = x.shape
+        z = np.zeros((batch, length, 12))
+        for b in range(batch):
+            for i in real_positions(mask[b]):
+                v = np.asarray(x[b, i], np.float64)
+                for cast, bar in enumerate(bars):
+                    v_bar = bar[b, i]
+                    z[b, i, 3 * cast + 0] = compressions[3 * cast + 0](np.concatenate([v_bar, v]))  # eq. 7
+                    z[b, i, 3 * cast + 1] = compressions[3 * cast + 1](v_bar * v)  # eq. 8
+                    z[b, i, 3 * cast + 2] = compressions[3 * cast + 2](v_bar - v)  # eq. 9
+        return z
+
+    return side(q, q_mask, bars_q), side(d, d_mask, bars_d)
