@@ -1,0 +1,130 @@
+"""Multi-Cast Attention Networks (Tay, Luu & Hui, KDD 2018): the functional-API builder."""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+
+from keras_match.layers import Highway, MeanMaxPooling, MultiCastAttention
+from keras_match.models.common import frozen_embedding, matching_features, pair_inputs
+
+
+def build_mcan(
+    vocab_size,
+    embedding_dim=300,
+    embeddings=None,
+    compression="fm",
+    projection_dim=None,
+    lstm_units=300,
+    highway_units=200,
+    fm_factors=10,
+    attention_units=None,
+    dropout=0.2,
+    l2=1e-6,
+    trainable_embeddings=False,
+    name=None,
+):
+    """Build a Multi-Cast Attention Network (MCAN) for scoring question/answer pairs.
+
+    The model follows section 2 of the paper:
+
+    1. frozen word embeddings (padding id 0 masked), then a highway projection shared by both texts (eq. 1);
+    2. `MultiCastAttention`: co-attention with alignment, max and mean pooling plus intra-attention, each
+       cast compared with the word by concatenation, product and difference and compressed to a scalar by
+       the chosen compression function (eq. 2-12), giving 12 features per word, concatenated to the word
+       (section 2.3.3);
+    3. a siamese LSTM over the casted words (eq. 13) and MeanMax pooling (eq. 14);
+    4. two highway layers over `[xq; xd; xq * xd; xq - xd]` (eq. 15) and a 2-class softmax (eq. 16).
+
+    Dropout (`dropout`) is applied to every layer's input except the embedding layer, and L2 weight decay
+    (`l2`, eq. 17) to every kernel. Train it with `keras_match.losses.PointwiseCrossEntropy` (eq. 17).
+
+    Args:
+        vocab_size: int, number of token ids including padding (0) and OOV (1), as
+            `keras_match.text.TextEncoder.vocab_size`.
+        embedding_dim: int, word vector size. Ignored when `embeddings` is given (its width is used).
+        embeddings: optional float array `[vocab_size, embedding_dim]`, pretrained vectors (GloVe), e.g.
+            from `keras_match.text.load_embeddings`. Without it the embeddings are randomly initialised.
+        compression: `"sm"`, `"nn"` or `"fm"`: the compression function F_c (eq. 10, 11, 12).
+        projection_dim: int or None, width of the highway projection layer; None keeps `embedding_dim`.
+        lstm_units: int, LSTM hidden size d (the paper uses 300 on TrecQA).
+        highway_units: int, width h of the two highway prediction layers (200 on TrecQA).
+        fm_factors: int, number of factors k of the FM compression (10 on TrecQA).
+        attention_units: int or None, width of the affinity MLP F of eq. 2; None keeps the projection width.
+        dropout: float in [0, 1), dropout rate (0.2 in the paper).
+        l2: float, L2 regularisation weight lambda of eq. 17 (1e-6 on TrecQA).
+        trainable_embeddings: bool, whether the word vectors are trained (the paper keeps them fixed).
+        name: optional model name; default `"mcan_<compression>"`.
+
+    Returns:
+        An uncompiled `keras.Model` with inputs `{"question": int32 [batch, lq], "answer": int32 [batch, la]}`
+        (token ids, 0 = padding; lengths may differ between batches) and output float32 `[batch, 2]`:
+        the softmax probabilities of (not relevant, relevant). Padding never changes a pair's output.
+
+    Raises:
+        ValueError: if `embeddings` does not have `vocab_size` rows, or `compression` is unknown.
+
+    Examples:
+    >>> model = build_mcan(vocab_size=1000, embedding_dim=50, lstm_units=32, highway_units=16)
+    >>> q = np.array([[5, 6, 7, 0]], dtype="int32"); a = np.array([[8, 9, 0]], dtype="int32")
+    >>> model({"question": q, "answer": a}).shape
+    TensorShape([1, 2])
+
+    Reference:
+        Tay, Luu, Hui. "Multi-Cast Attention Networks for Retrieval-based Question Answering and Response
+        Prediction." KDD 2018. arXiv:1806.00778.
+    """
+    regularizer = keras.regularizers.L2(l2) if l2 else None
+    question, answer = pair_inputs()
+    embedding = frozen_embedding(vocab_size, embedding_dim, embeddings, trainable_embeddings)
+    width = projection_dim or embedding.output_dim
+
+    # eq. 1: one highway projection layer shared by both texts (applied to the dropped-out embeddings).
+    projection = Highway(width, kernel_regularizer=regularizer, name="highway_projection")
+    drop = keras.layers.Dropout(dropout, name="dropout_embedded")
+    q = projection(drop(embedding(question)))
+    a = projection(drop(embedding(answer)))
+
+    # eq. 2-12 and section 2.3.3: 12 casted attention features per word, appended to the word.
+    casts = MultiCastAttention(
+        compression=compression,
+        attention_units=attention_units,
+        fm_factors=fm_factors,
+        kernel_regularizer=regularizer,
+        name="multi_cast_attention",
+    )
+    zq, za = casts([q, a])
+    concat = keras.layers.Concatenate(name="casted_words")
+    q = concat([q, zq])
+    a = concat([a, za])
+
+    # eq. 13-14: siamese LSTM, MeanMax pooling.
+    lstm = keras.layers.LSTM(
+        lstm_units,
+        return_sequences=True,
+        kernel_regularizer=regularizer,
+        recurrent_regularizer=regularizer,
+        dropout=dropout,
+        name="siamese_lstm",
+    )
+    pool = MeanMaxPooling(name="mean_max_pooling")
+    xq = pool(lstm(q))
+    xa = pool(lstm(a))
+
+    # eq. 15-16: two highway layers over [xq; xd; xq * xd; xq - xd], then a linear softmax layer.
+    x = matching_features(xq, xa)
+    for i in (1, 2):
+        x = keras.layers.Dropout(dropout, name=f"dropout_highway_{i}")(x)
+        x = Highway(highway_units, kernel_regularizer=regularizer, name=f"highway_{i}")(x)
+    x = keras.layers.Dropout(dropout, name="dropout_output")(x)
+    probabilities = keras.layers.Dense(
+        2, activation="softmax", kernel_regularizer=regularizer, name="probabilities"
+    )(x)
+    model = keras.Model(
+        {"question": question, "answer": answer},
+        probabilities,
+        name=name or f"mcan_{str(compression).lower()}",
+    )
+    if embeddings is not None:
+        embedding.set_weights([np.asarray(embeddings, dtype="float32")])
+    return model

@@ -1,0 +1,149 @@
+"""The model zoo: named presets (paper settings) behind `keras_match.zoo.load / names / describe`.
+
+Each zoo entry is a JSON preset file under the top-level `zoo/` folder (installed as the package
+`keras_match.zoo_presets`), holding:
+
+- `builder`: the builder's name in `BUILDERS` (`"mcan"` -> `keras_match.models.build_mcan`);
+- `model`: the builder's keyword arguments, as the paper sets them;
+- `training`: optimizer, learning rate, batch size, epochs, early-stopping patience, loss and the
+  truncation lengths the training loop uses;
+- `dataset`: the benchmark the settings are for; `reported`: the paper's figures on it; `paper`: the citation.
+
+Overrides are given by name: `load("mcan_fm", lstm_units=100, learning_rate=1e-3)`; a name that is neither a
+model nor a training setting raises `ValueError` listing the valid ones.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.resources
+import json
+
+import keras
+
+from keras_match import losses
+
+BUILDERS = {
+    "mcan": "keras_match.models.mcan:build_mcan",
+}
+
+# Arguments the zoo fills in itself; the rest of a builder's arguments come from the preset or overrides.
+_DATA_ARGS = ("vocab_size", "embeddings")
+
+
+def _preset_files():
+    root = importlib.resources.files("keras_match.zoo_presets")
+    return {p.name[: -len(".json")]: p for p in root.iterdir() if p.name.endswith(".json")}
+
+
+def names():
+    """Every zoo entry's name, sorted."""
+    return sorted(_preset_files())
+
+
+def describe(name):
+    """The preset of zoo entry `name` as a dict (a deep copy: editing it changes nothing).
+
+    Raises:
+        ValueError: `name` is not a zoo entry (the message lists the entries).
+    """
+    files = _preset_files()
+    if name not in files:
+        raise ValueError(f"unknown zoo entry {name!r}; the zoo has: {', '.join(sorted(files))}")
+    preset = json.loads(files[name].read_text(encoding="utf-8"))
+    preset["name"] = name
+    return copy.deepcopy(preset)
+
+
+def resolve(name, **overrides):
+    """The preset of `name` with `overrides` applied to its `model` or `training` section by key.
+
+    Returns:
+        dict with keys `name`, `builder`, `model`, `training`, `dataset`, `reported`, `paper`.
+
+    Raises:
+        ValueError: unknown entry, or an override that names no model or training setting.
+    """
+    preset = describe(name)
+    model, training = preset["model"], preset["training"]
+    unknown = []
+    for key, value in overrides.items():
+        if key in training:
+            training[key] = value
+        elif key in model or key in _builder_arguments(preset["builder"]):
+            model[key] = value
+        else:
+            unknown.append(key)
+    if unknown:
+        valid = sorted(set(model) | set(training) | set(_builder_arguments(preset["builder"])))
+        raise ValueError(
+            f"zoo entry {name!r}: unknown setting(s) {unknown}; valid settings are {valid}"
+        )
+    return preset
+
+
+def get_builder(builder):
+    """The builder function registered under `builder` (e.g. `"mcan"`)."""
+    if builder not in BUILDERS:
+        raise ValueError(f"unknown builder {builder!r}; known builders: {sorted(BUILDERS)}")
+    module, attr = BUILDERS[builder].split(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def _builder_arguments(builder):
+    import inspect
+
+    params = inspect.signature(get_builder(builder)).parameters
+    return [p for p in params if p not in _DATA_ARGS]
+
+
+def build(preset, vocab_size=None, embeddings=None):
+    """Build the (uncompiled) model of a resolved preset (see `resolve`)."""
+    kwargs = dict(preset["model"])
+    kwargs.setdefault("name", preset["name"])
+    if vocab_size is None:
+        vocab_size = embeddings.shape[0] if embeddings is not None else preset["training"]["vocab_size"]
+    return get_builder(preset["builder"])(vocab_size=vocab_size, embeddings=embeddings, **kwargs)
+
+
+def compile_model(model, preset):
+    """Compile `model` with the preset's optimizer, learning rate, gradient clipping and loss."""
+    training = preset["training"]
+    optimizer = keras.optimizers.get(
+        {
+            "class_name": training.get("optimizer", "adam"),
+            "config": {
+                "learning_rate": training["learning_rate"],
+                **({"clipnorm": training["clipnorm"]} if training.get("clipnorm") else {}),
+            },
+        }
+    )
+    model.compile(optimizer=optimizer, loss=losses.get(training.get("loss", "pointwise")))
+    return model
+
+
+def load(name, *, vocab_size=None, embeddings=None, compile=True, **overrides):
+    """Build zoo entry `name` with the paper's settings, compiled unless `compile=False`.
+
+    Args:
+        name: a zoo entry, see `names()`.
+        vocab_size: int, number of token ids (padding and OOV included); default: the matrix's row count
+            when `embeddings` is given, else the preset's `training.vocab_size`.
+        embeddings: optional pretrained vectors `[vocab_size, dim]` (`keras_match.text.load_embeddings`).
+        compile: compile with the preset's optimizer and loss.
+        **overrides: model or training settings by name (see `describe(name)`).
+
+    Returns:
+        A `keras.Model` taking `{"question", "answer"}` int32 token ids and returning `[batch, 2]`
+        probabilities.
+
+    Raises:
+        ValueError: unknown entry or setting.
+
+    Examples:
+    >>> import keras_match as km
+    >>> model = km.zoo.load("mcan_fm", vocab_size=5000, lstm_units=64)
+    """
+    preset = resolve(name, **overrides)
+    model = build(preset, vocab_size=vocab_size, embeddings=embeddings)
+    return compile_model(model, preset) if compile else model
