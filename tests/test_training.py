@@ -83,3 +83,29 @@ def test_interrupted_run_resumes_from_its_last_epoch(data_dir, tmp_path, monkeyp
 def test_unknown_dataset_is_a_clear_error(capsys):
     assert cli.main(["train", "mcan_fm", "--dataset", "no-such-data"]) == 2
     assert "unknown dataset 'no-such-data'" in capsys.readouterr().err
+
+
+def test_trains_on_a_users_own_files(data_dir, tmp_path, capsys):
+    """`--dataset PATH`: a folder of train/dev/test JSONL files in the generic format, from real TrecQA rows."""
+    import csv
+
+    rows = list(csv.DictReader((data_dir / "trecqa" / "tsv" / "clean-dev.tsv").open(encoding="utf-8"),
+                               delimiter="\t", quoting=csv.QUOTE_NONE))
+    qids = list(dict.fromkeys(r["qid"] for r in rows))
+    folder = tmp_path / "mydata"
+    folder.mkdir()
+    for split, chosen in (("train", qids[:10]), ("dev", qids[10:20]), ("test", qids[20:30])):
+        with (folder / f"{split}.jsonl").open("w", encoding="utf-8") as f:
+            for r in rows:
+                if r["qid"] in chosen:
+                    f.write(json.dumps({k: r[k] for k in ("qid", "question", "answer")} | {"label": int(r["label"])}) + "\n")
+    run_dir = tmp_path / "run"
+    glove = data_dir / "glove" / "glove.6B.50d.filtered.txt.gz"
+    args = ["train", "mcan_sm", "--dataset", str(folder), "--embeddings", str(glove), "--epochs", "1",
+            "--run-dir", str(run_dir), "--set", "lstm_units=8", "--set", "highway_units=4"]
+    assert cli.main(args) == 0
+    out = capsys.readouterr().out
+    assert "test: MAP" in out
+    report = json.loads((run_dir / "metrics.json").read_text())
+    assert report["test"]["num_questions"] == 10
+    assert report["embeddings"]["path"] == str(glove)
