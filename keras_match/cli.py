@@ -64,13 +64,17 @@ def _cmd_evaluate(args):
 def _cmd_predict(args):
     from keras_match.training import load_run
 
-    if not args.answer:
-        raise SystemExit("predict: give at least one --answer")
+    answers = list(args.answer or [])
+    if args.answers_file:
+        with open(args.answers_file, encoding="utf-8") as f:
+            answers += [line.rstrip("\r\n") for line in f if line.strip()]
+    if not answers:
+        raise ValueError("predict: give candidate answers with --answer or --answers-file")
     run = load_run(args.run_dir)
-    scores = run.score([args.question] * len(args.answer), args.answer)
+    scores = run.score([args.question] * len(answers), answers)
     order = sorted(range(len(scores)), key=lambda i: -scores[i])
     for rank, i in enumerate(order, 1):
-        print(f"{rank}\t{scores[i]:.4f}\t{args.answer[i]}")
+        print(f"{rank}\t{scores[i]:.4f}\t{answers[i]}")
 
 
 def _cmd_export(args):
@@ -121,6 +125,7 @@ def build_parser():
     p.add_argument("run_dir")
     p.add_argument("--question", required=True)
     p.add_argument("--answer", action="append", help="a candidate answer (repeat for each)")
+    p.add_argument("--answers-file", default=None, help="a file of candidate answers, one per line")
     p.set_defaults(func=_cmd_predict)
 
     p = sub.add_parser("export", help="write a SavedModel for TensorFlow Serving")

@@ -135,6 +135,14 @@ def evaluate_split(
     return report, scores
 
 
+def describe_split(name, split: Split):
+    """One line: the split's questions and pairs, and which questions the benchmark's convention dropped."""
+    line = f"{name}: {split.num_questions} questions / {split.num_pairs} pairs"
+    if split.dropped:
+        line += " (dropped: " + ", ".join(f"{n} {why}" for why, n in split.dropped.items()) + ")"
+    return line
+
+
 # ------------------------------------------------------------------------------------------------ callback
 
 
@@ -389,11 +397,14 @@ def train(
     )
     print(
         f"training {name} on {spec}: {train_split_data.num_questions} questions / {len(train_pairs)} pairs, "
-        f"dev {dataset['dev'].num_questions} questions, vocabulary {encoder.vocab_size}"
+        f"vocabulary {encoder.vocab_size}"
         + (f", embeddings coverage {coverage['coverage']:.3f}" if coverage else "")
         + (" (resuming)" if resuming else ""),
         flush=True,
     )
+    for split_name in ("dev", "test"):
+        if split_name in dataset:
+            print(describe_split(split_name, dataset[split_name]), flush=True)
     try:
         # the tf.data pipeline shuffles (seeded); fit's own shuffle does not apply to datasets
         model.fit(train_ds, epochs=settings["epochs"], callbacks=callbacks, verbose=verbose, shuffle=False)

@@ -109,3 +109,12 @@ def test_trains_on_a_users_own_files(data_dir, tmp_path, capsys):
     report = json.loads((run_dir / "metrics.json").read_text())
     assert report["test"]["num_questions"] == 10
     assert report["embeddings"]["path"] == str(glove)
+
+
+def test_predict_reads_candidates_from_a_file(trained_run, tmp_path, capsys):
+    path = tmp_path / "answers.txt"
+    path.write_text("first answer .\n\nsecond answer , longer .\r\n", encoding="utf-8")
+    assert cli.main(["predict", str(trained_run), "--question", "which answer ?", "--answers-file", str(path)]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert sorted(line.split("\t")[2] for line in lines) == ["first answer .", "second answer , longer ."]
+    assert cli.main(["predict", str(trained_run), "--question", "which answer ?"]) == 2

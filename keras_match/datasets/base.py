@@ -141,6 +141,24 @@ class Split:
         obj = lambda xs: np.array(list(xs), dtype=object)  # noqa: E731
         return Pairs(obj(qids), obj(aids), obj(qs), obj(ans), np.asarray(labels, dtype=np.int32))
 
+    def to_tf_dataset(self):
+        """The pairs as a ``tf.data.Dataset`` of dicts: ``qid``, ``aid``, ``question``, ``answer`` (tf.string
+        scalars) and ``label`` (int32 scalar), question by question in file order; batch and map it with
+        ``keras_match.text.TextEncoder.encode`` to feed a model."""
+        import tensorflow as tf
+
+        p = self.pairs()
+        strings = lambda xs: tf.constant([str(x) for x in xs], dtype=tf.string)  # noqa: E731
+        return tf.data.Dataset.from_tensor_slices(
+            {
+                "qid": strings(p.qids),
+                "aid": strings(p.aids),
+                "question": strings(p.questions),
+                "answer": strings(p.answers),
+                "label": tf.constant(p.labels, dtype=tf.int32),
+            }
+        )
+
     def head(self, num_questions: int) -> "Split":
         """A split holding only the first ``num_questions`` questions (for short runs)."""
         return dataclasses.replace(self, questions=self.questions[:num_questions])

@@ -13,8 +13,9 @@ PTB-tokenized with original case; ``aid`` is the 0-based candidate index within 
 * dev / test, variant ``"raw"``: ``trecqa/tsv/raw-{dev,test}.tsv`` (81 / 95 questions).
 
 The trec_eval qrels of every split are ``trecqa/qrels/<split>.qrels`` (``qid 0 aid label``, same ids as the
-TSV); their paths are in ``MatchingDataset.metadata["qrels"]``. The raw qrels still list the dropped questions,
-which trec_eval ignores as they have no relevant candidate.
+TSV); their paths are in ``MatchingDataset.metadata["qrels"]``. The raw qrels still list the dropped questions:
+trec_eval given those qrels counts each with average precision 0 (it does not skip them), so filter the qrels
+to the kept questions to reproduce this loader's figures with trec_eval.
 """
 
 from __future__ import annotations
@@ -30,6 +31,18 @@ VARIANTS = ("clean", "raw")
 TRAIN_SPLITS = {"train-all": "train-all.tsv.gz", "train": "train.tsv"}
 """Training files by ``train_split`` name; the first is the default."""
 
+
+def _variant_and_train_split(variant, train_split):
+    """Accept the training-set names as variants too: ``variant="train"`` means the TRAIN training set with
+    the clean dev/test files (``"train-all"`` likewise); naming the training set twice differently is an error."""
+    if variant in TRAIN_SPLITS:
+        if train_split is not None and train_split != variant:
+            raise ValueError(
+                f"trecqa: variant {variant!r} names the training set, which conflicts with train_split={train_split!r}"
+            )
+        return None, variant
+    return variant, train_split
+
 COLUMNS = {name: name for name in ("qid", "aid", "question", "answer", "label")}
 
 
@@ -37,7 +50,8 @@ def split_files(variant=None, train_split=None) -> dict[str, str]:
     """The split files of a variant, relative to the data directory.
 
     Args:
-        variant: ``"clean"`` (default) or ``"raw"``.
+        variant: ``"clean"`` (default) or ``"raw"``; ``"train"`` / ``"train-all"`` choose the training set and
+            keep the clean dev/test files.
         train_split: ``"train-all"`` (default) or ``"train"``.
 
     Returns:
@@ -46,6 +60,7 @@ def split_files(variant=None, train_split=None) -> dict[str, str]:
     Raises:
         ValueError: unknown variant or training split.
     """
+    variant, train_split = _variant_and_train_split(variant, train_split)
     variant = choose("variant", variant, VARIANTS, NAME)
     train_split = choose("train_split", train_split, tuple(TRAIN_SPLITS), NAME)
     return {
@@ -60,11 +75,13 @@ def load(variant=None, data_dir=None, *, train_split=None, download=False) -> Ma
 
     Conventions: the training split keeps every question. The clean dev/test files are used as shipped
     (nothing dropped). From the raw dev/test files, questions without any relevant candidate are dropped
-    (``Split.dropped == {"no positive answer": n}``: 3 of 81 dev and 6 of 95 test questions) because trec_eval
-    skips them; questions whose candidates are all relevant (13 dev, 21 test) are kept, as trec_eval scores them.
+    (``Split.dropped == {"no positive answer": n}``: 3 of 81 dev and 6 of 95 test questions), the usual
+    reporting convention (trec_eval run on the full raw qrels would count them with average precision 0);
+    questions whose candidates are all relevant (13 dev, 21 test) are kept, as trec_eval scores them.
 
     Args:
-        variant: ``"clean"`` (default) or ``"raw"`` dev/test files.
+        variant: ``"clean"`` (default) or ``"raw"`` dev/test files; ``"train"`` or ``"train-all"`` name the
+            training set instead (with the clean dev/test files).
         data_dir: the data directory; default ``$KERAS_MATCH_DATA``, else the user cache
             (see :func:`keras_match.datasets.resolve_data_dir`).
         train_split: ``"train-all"`` (default, TRAIN-ALL) or ``"train"`` (the small manually checked TRAIN).
@@ -80,6 +97,7 @@ def load(variant=None, data_dir=None, *, train_split=None, download=False) -> Ma
         FileNotFoundError: a data file is missing.
         keras_match.datasets.base.DataFormatError: a data file is malformed.
     """
+    variant, train_split = _variant_and_train_split(variant, train_split)
     variant = choose("variant", variant, VARIANTS, NAME)
     train_split = choose("train_split", train_split, tuple(TRAIN_SPLITS), NAME)
     files = split_files(variant, train_split)
@@ -92,7 +110,8 @@ def load(variant=None, data_dir=None, *, train_split=None, download=False) -> Ma
     evaluation = (
         "clean dev/test as shipped"
         if variant == "clean"
-        else "raw dev/test without the questions lacking a relevant answer (the usual reporting convention; trec_eval run on the full raw qrels would count them with average precision 0)"
+        else "raw dev/test without the questions lacking a relevant answer (the usual reporting convention; "
+        "trec_eval run on the full raw qrels would count them with average precision 0)"
     )
     return MatchingDataset(
         NAME,

@@ -213,3 +213,24 @@ def test_missing_file_says_how_to_provide_data(tmp_path, name, missing):
     assert str(tmp_path / missing) in message
     assert "data_dir" in message and "KERAS_MATCH_DATA" in message and "download=True" in message
     assert info.value.filename == str(tmp_path / missing)
+
+
+def test_trecqa_training_set_as_variant(data_dir):
+    small = datasets.load("trecqa", variant="train", data_dir=data_dir)
+    assert small["train"].num_questions == 93 and small["test"].num_questions == 68
+    assert datasets.load("trecqa", variant="train-all", data_dir=data_dir)["train"].num_pairs == 53417
+    with pytest.raises(ValueError, match="conflicts"):
+        datasets.load("trecqa", variant="train", train_split="train-all", data_dir=data_dir)
+
+
+def test_split_feeds_tf_data(trecqa_clean):
+    import tensorflow as tf
+
+    split = trecqa_clean["test"]
+    ds = split.to_tf_dataset()
+    assert ds.cardinality().numpy() == split.num_pairs
+    first = next(iter(ds.batch(4)))
+    pairs = split.pairs()
+    assert [x.decode() for x in first["answer"].numpy()] == list(pairs.answers[:4])
+    assert first["label"].dtype == tf.int32
+    assert int(sum(b["label"].numpy().sum() for b in ds.batch(512))) == split.num_positive
