@@ -25,6 +25,8 @@ from keras_match import losses
 
 BUILDERS = {
     "mcan": "keras_match.models.mcan:build_mcan",
+    "ctrn": "keras_match.models.ctrn:build_ctrn",
+    "qrnn": "keras_match.models.ctrn:build_qrnn_matcher",
 }
 
 # Arguments the zoo fills in itself; the rest of a builder's arguments come from the preset or overrides.

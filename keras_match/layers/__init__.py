@@ -8,6 +8,13 @@ MCAN (Tay et al., KDD 2018):
 - `SumCompression`, `DenseCompression`, `FactorizationMachine` and `get_compression` (eq. 10-12)
 - `MultiCastAttention` (eq. 7-9, section 2.3.3)
 
+CTRN (Tay, Luu & Hui, AAAI 2018) and every recurrence whose gates are computed before the loop:
+
+- `gated_linear_recurrence` (function) / `GatedLinearRecurrence` (layer): `h_t = a_t * h_{t-1} + b_t` with masks,
+  the one recurrence primitive (tf.scan) behind QRNN, CTRN and iCARNN / sCARNN
+- `QRNN` (eq. 1 and fo-pooling), `CTRN` (the CTRN-Q / CTRN-A cells, lightweight temporal crossing),
+  `TemporalMeanPooling` (masked mean over time)
+
 Mask-aware reductions shared by all layers are in `keras_match.layers.masked_ops`.
 """
 
@@ -16,19 +23,29 @@ from keras_match.layers.compression import DenseCompression
 from keras_match.layers.compression import FactorizationMachine
 from keras_match.layers.compression import SumCompression
 from keras_match.layers.compression import get_compression
+from keras_match.layers.ctrn import CTRN
+from keras_match.layers.gated_recurrence import GatedLinearRecurrence
+from keras_match.layers.gated_recurrence import gated_linear_recurrence
 from keras_match.layers.highway import Highway
 from keras_match.layers.intra_attention import IntraAttention
 from keras_match.layers.mean_max_pooling import MeanMaxPooling
 from keras_match.layers.multi_cast_attention import MultiCastAttention
+from keras_match.layers.qrnn import QRNN
+from keras_match.layers.temporal_mean_pooling import TemporalMeanPooling
 
 __all__ = [
+    "CTRN",
     "CoAttention",
     "DenseCompression",
     "FactorizationMachine",
+    "GatedLinearRecurrence",
     "Highway",
     "IntraAttention",
     "MeanMaxPooling",
     "MultiCastAttention",
+    "QRNN",
     "SumCompression",
+    "TemporalMeanPooling",
+    "gated_linear_recurrence",
     "get_compression",
 ]
