@@ -80,8 +80,18 @@ def _cmd_predict(args):
 def _cmd_export(args):
     from keras_match import export
 
-    path = export.saved_model(args.run_dir, args.to, version=args.version)
-    print(f"SavedModel written to {path}")
+    try:
+        path = export.saved_model(args.run_dir, args.to, version=args.version, warmup=not args.no_warmup)
+    except ImportError as error:
+        raise ValueError(f"{error} (or pass --no-warmup)") from error
+    print(f"SavedModel written to {path} (signatures serving_default, serve_ids, rank)")
+    if args.onnx or args.onnx_path:
+        try:
+            result = export.to_onnx(path, args.onnx_path, opset=args.opset)
+        except (ImportError, export.ExportVerificationError) as error:
+            raise ValueError(f"ONNX export failed ({path} was written and is valid): {error}") from error
+        print(f"ONNX model written to {result.path} (opset {result.opset}; onnxruntime matches TensorFlow to "
+              f"{result.max_abs_diff:.2g} on {result.num_samples} sample pairs)")
 
 
 def _cmd_zoo(args):
@@ -128,10 +138,17 @@ def build_parser():
     p.add_argument("--answers-file", default=None, help="a file of candidate answers, one per line")
     p.set_defaults(func=_cmd_predict)
 
-    p = sub.add_parser("export", help="write a SavedModel for TensorFlow Serving")
+    p = sub.add_parser("export", help="write a SavedModel for TensorFlow Serving (and optionally ONNX)")
     p.add_argument("run_dir")
     p.add_argument("--to", required=True, help="the model's base path; the version folder goes inside")
     p.add_argument("--version", type=int, default=None, help="default: next integer after the highest present")
+    p.add_argument("--no-warmup", action="store_true",
+                   help="do not write assets.extra/tf_serving_warmup_requests (needs tensorflow-serving-api)")
+    p.add_argument("--onnx", action="store_true",
+                   help="also convert serve_ids to ONNX (BASE/onnx/VERSION/model.onnx), checked in onnxruntime")
+    p.add_argument("--onnx-path", default=None, metavar="DIR",
+                   help="folder for model.onnx (implies --onnx; must not exist); default BASE/onnx/VERSION")
+    p.add_argument("--opset", type=int, default=18, help="ONNX opset, at most 18 (default 18)")
     p.set_defaults(func=_cmd_export)
 
     p = sub.add_parser("zoo", help="list the zoo entries")

@@ -1,15 +1,41 @@
-"""Export trained models as SavedModels that TensorFlow Serving loads, taking raw text in.
+"""Export trained models as SavedModels that TensorFlow Serving loads (raw text in), and as ONNX.
 
-Layout written (the one TF Serving watches): `BASE/<integer version>/saved_model.pb`, `variables/`, `assets/`
-(the vocabulary file). Each version is written to a temporary folder inside BASE and renamed into place, so a
-server watching BASE never sees a half-written version; an existing version is never overwritten.
+Layout written (the one TF Serving watches)::
 
-Signatures:
+    BASE/
+      <version>/                      one integer folder per version (TF Serving serves the highest)
+        saved_model.pb
+        variables/
+        assets/vocabulary.txt         the vocabulary the in-graph tokenizer looks words up in
+        assets.extra/
+          tf_serving_warmup_requests  PredictionLog records the server replays before taking traffic
+          keras_match.json            export metadata: truncation lengths, vocabulary size, signatures
+      onnx/<version>/                 written by `to_onnx` (`keras-match export --onnx`), next to the versions
+        model.onnx                    the `serve_ids` signature (token ids in, score out)
+        vocabulary.txt, keras_match.json   what a client needs to make the ids
+
+TF Serving only loads children of BASE whose name is an integer, so `onnx/` and the temporary `.tmp-*`
+folders are ignored by it. Each version (and each ONNX folder) is written to a temporary folder inside its
+parent and renamed into place, so a server watching BASE never sees a half-written version; an existing
+version is never overwritten.
+
+Signatures of the SavedModel:
 
 - `serving_default`: `question` tf.string [batch], `answer` tf.string [batch] -> `score` float32 [batch], the
   probability that the answer is relevant. Text is tokenized in the graph with the training tokenizer
-  (tensorflow-text) and truncated to the training lengths.
-- `serve_ids`: `question` int32 [batch, lq], `answer` int32 [batch, la] token ids (0 = padding) -> `score`.
+  (`keras_match.text`, tensorflow-text ops), truncated to the training lengths (the first
+  `max_question_length` / `max_answer_length` tokens). The model runs on at most `CHUNK_SIZE` (256) pairs at a
+  time, each chunk's ids cut to its longest text, as `Run.score` batches them (padding never changes a score),
+  so a request of thousands of pairs needs the memory of one chunk. Batches whose question and answer counts
+  differ fail with `InvalidArgumentError` ("question and answer must hold the same number of texts"). An empty
+  batch gives an empty `score` without calling the model.
+- `serve_ids`: `question` int32 [batch, lq], `answer` int32 [batch, la] token ids (0 = padding, 1 = unknown,
+  ids below the vocabulary size) -> `score` float32 [batch]. Different batch sizes fail the same way; the ids
+  go to the model as given (no empty-batch guard, so that the ONNX graph stays the model's graph).
+  This is the signature converted to ONNX.
+- `rank`: `question` tf.string [] (one text), `answers` tf.string [n] -> `scores` float32 [n] (the scores of
+  `serving_default` for each pair) and `order` int32 [n], the candidate indices by descending score; equal
+  scores keep their input order (the lower index first). `n = 0` gives empty outputs.
 
 The graph uses tensorflow-text ops: a Python process must `import tensorflow_text` before
 `tf.saved_model.load`. The stock TensorFlow Serving model server links those ops.
@@ -17,6 +43,9 @@ The graph uses tensorflow-text ops: a Python process must `import tensorflow_tex
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import logging
 import os
 import pathlib
 import re
@@ -24,10 +53,40 @@ import shutil
 import tempfile
 
 import keras
+import numpy as np
 import tensorflow as tf
 
-from keras_match import text
+from keras_match import serving, text
 from keras_match.training import Run, load_run
+
+__all__ = [
+    "MAX_ONNX_OPSET",
+    "METADATA_FILE",
+    "CHUNK_SIZE",
+    "ExportVerificationError",
+    "OnnxExport",
+    "build_archive",
+    "saved_model",
+    "read_metadata",
+    "onnx_dir_for",
+    "to_onnx",
+    "sample_ids",
+]
+
+MAX_ONNX_OPSET = 18
+"""The highest ONNX opset tf2onnx 1.17 writes."""
+
+METADATA_FILE = "assets.extra/keras_match.json"
+"""Export metadata, relative to a version folder (TF Serving ignores it)."""
+
+ONNX_FILE = "model.onnx"
+
+CHUNK_SIZE = 256
+"""The text signatures score large requests this many pairs at a time (the batch size `Run.score` uses)."""
+
+
+class ExportVerificationError(RuntimeError):
+    """An exported model does not run, or does not give the scores of the model it was exported from."""
 
 
 def _next_version(base: pathlib.Path):
@@ -52,49 +111,145 @@ def _as_run(model_or_run, encoder, max_question_length, max_answer_length):
     raise TypeError(f"expected a run directory, a Run or a keras.Model, got {type(model_or_run).__name__}")
 
 
-def build_archive(run: Run):
-    """A `keras.export.ExportArchive` holding the model, the vocabulary table and the signatures."""
+def _trim(ids):
+    """Cut the padding columns every row shares (rows are left-aligned: padding only at the end)."""
+    longest = tf.reduce_max(tf.reduce_sum(tf.cast(tf.not_equal(ids, 0), tf.int32), axis=1))
+    return ids[:, : tf.maximum(longest, 1)]  # an empty batch gives the int32 minimum: keep one column
+
+
+def _same_batch(question, answer, what):
+    return tf.debugging.assert_equal(
+        tf.shape(question)[0],
+        tf.shape(answer)[0],
+        message=f"question and answer must hold the same number of {what} (the question batch size comes "
+        "first, the answer batch size second)",
+    )
+
+
+def build_archive(run: Run, chunk_size=CHUNK_SIZE):
+    """A `keras.export.ExportArchive` holding the model, the vocabulary table and the three signatures.
+
+    Args:
+        run: the model, its `TextEncoder` and the truncation lengths (`Run.config["max_question_length"]`,
+            `["max_answer_length"]`).
+        chunk_size: the text signatures run the model on at most this many pairs at a time.
+
+    Returns:
+        `keras.export.ExportArchive` with endpoints `serving_default`, `serve_ids` and `rank` (see the module
+        docstring); write it with `archive.write_out(path)`.
+
+    Raises:
+        ValueError: the model takes inputs other than `question` and `answer` (e.g. pair `features`), or
+            `chunk_size` is not a positive integer.
+    """
     model, encoder = run.model, run.encoder
-    lq, la = run.max_question_length, run.max_answer_length
+    lq, la = int(run.max_question_length), int(run.max_answer_length)
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
+        raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}")
+    names = sorted(getattr(t, "name", "?") for t in model.inputs)
+    if names != ["answer", "question"]:
+        raise ValueError(
+            f"model {model.name!r} takes inputs {names}; the exported signatures compute only the token ids "
+            "'question' and 'answer' from text (extra inputs such as 'features', num_features > 0, would have "
+            "to be computed in the graph: not supported yet)"
+        )
     archive = keras.export.ExportArchive()
-    archive.track(model)
+    # Not `archive.track(model)`: the endpoints capture the model's variables and the archive saves those;
+    # tracking the model as well stores every weight a second time (Keras 3.15 saves the Keras variables next
+    # to the tf.Variables they wrap), doubling the SavedModel's size.
     archive.track(encoder.table)
 
-    def score_ids(question_ids, answer_ids):
-        probabilities = model({"question": question_ids, "answer": answer_ids}, training=False)
+    ids_signature = [
+        tf.TensorSpec([None, None], tf.int32, name="question"),
+        tf.TensorSpec([None, None], tf.int32, name="answer"),
+    ]
+
+    # One tf.function for the model, called by every endpoint: the model is traced once, not once per endpoint.
+    @tf.function(input_signature=ids_signature, autograph=False)
+    def score_ids(question, answer):
+        with tf.control_dependencies([_same_batch(question, answer, "rows")]):
+            probabilities = model({"question": question, "answer": answer}, training=False)
         return {"score": tf.cast(probabilities[:, 1], tf.float32)}
 
+    def score_in_chunks(question_ids, answer_ids):
+        # Scores chunk after chunk (each cut to its own longest text, as training batches are): the memory a
+        # request of thousands of pairs needs is that of one chunk. An empty batch never reaches the model.
+        count = tf.shape(question_ids)[0]
+        chunks = (count + chunk_size - 1) // chunk_size
+
+        def body(i, scores):
+            start = i * chunk_size
+            question = _trim(question_ids[start : start + chunk_size])
+            answer = _trim(answer_ids[start : start + chunk_size])
+            return i + 1, scores.write(i, score_ids(question, answer)["score"])
+
+        def loop():
+            scores = tf.TensorArray(tf.float32, size=chunks, element_shape=tf.TensorShape([None]),
+                                    infer_shape=False)
+            _, scores = tf.while_loop(lambda i, _: i < chunks, body, [tf.constant(0), scores],
+                                      parallel_iterations=1)
+            return tf.reshape(scores.concat(), [count])
+
+        def one_chunk():  # the common case: no loop, the graph of plain unchunked scoring
+            return score_ids(_trim(question_ids), _trim(answer_ids))["score"]
+
+        return tf.cond(
+            count == 0,
+            lambda: tf.zeros([0], tf.float32),
+            lambda: tf.cond(count <= chunk_size, one_chunk, loop),
+        )
+
     def score_text(question, answer):
-        with tf.control_dependencies(
-            [
-                tf.debugging.assert_equal(
-                    tf.shape(question)[0],
-                    tf.shape(answer)[0],
-                    message="question and answer must hold the same number of texts",
-                )
-            ]
-        ):
+        with tf.control_dependencies([_same_batch(question, answer, "texts")]):
             question_ids = encoder.encode(question, lq)
             answer_ids = encoder.encode(answer, la)
-        return score_ids(question_ids, answer_ids)
+        return {"score": score_in_chunks(question_ids, answer_ids)}
+
+    def rank(question, answers):
+        count = tf.shape(answers)[0]
+        question_ids = encoder.encode(tf.reshape(question, [1]), lq)
+        scores = score_in_chunks(tf.tile(question_ids, tf.stack([count, 1])), encoder.encode(answers, la))
+        # argsort with stable=True: equal scores keep their input order (lower index first).
+        order = tf.argsort(scores, direction="DESCENDING", stable=True)
+        return {"scores": scores, "order": tf.cast(order, tf.int32)}
 
     archive.add_endpoint(
-        "serving_default",
+        serving.DEFAULT_SIGNATURE,
         score_text,
         input_signature=[
             tf.TensorSpec([None], tf.string, name="question"),
             tf.TensorSpec([None], tf.string, name="answer"),
         ],
     )
+    archive.add_endpoint(serving.IDS_SIGNATURE, score_ids, input_signature=ids_signature)
     archive.add_endpoint(
-        "serve_ids",
-        score_ids,
+        serving.RANK_SIGNATURE,
+        rank,
         input_signature=[
-            tf.TensorSpec([None, None], tf.int32, name="question"),
-            tf.TensorSpec([None, None], tf.int32, name="answer"),
+            tf.TensorSpec([], tf.string, name="question"),
+            tf.TensorSpec([None], tf.string, name="answers"),
         ],
     )
     return archive
+
+
+def _metadata(run: Run):
+    from keras_match import __version__
+
+    return {
+        "format": "keras-match SavedModel",
+        "keras_match_version": __version__,
+        "zoo": run.config.get("zoo"),
+        "model_name": run.model.name,
+        "max_question_length": int(run.max_question_length),
+        "max_answer_length": int(run.max_answer_length),
+        "vocab_size": int(run.encoder.vocab_size),
+        "lowercase": bool(run.encoder.lowercase),
+        "vocabulary_file": os.path.basename(run.encoder.vocabulary_path),
+        "ids": {"padding": text.PAD_ID, "unknown": text.OOV_ID, "first_word": 2},
+        "signatures": {name: {k: [d, s] for k, (d, s) in inputs.items()}
+                       for name, inputs in serving.SIGNATURE_INPUTS.items()},
+    }
 
 
 def saved_model(
@@ -102,6 +257,7 @@ def saved_model(
     base_dir,
     *,
     version=None,
+    warmup=True,
     encoder=None,
     max_question_length=None,
     max_answer_length=None,
@@ -113,30 +269,268 @@ def saved_model(
             (then `encoder`, `max_question_length` and `max_answer_length` are required).
         base_dir: the model's base path (`BASE`); versions go to `BASE/<version>/`.
         version: positive int; default the next integer after the highest version present.
+        warmup: write `assets.extra/tf_serving_warmup_requests` (needs tensorflow-serving-api).
         encoder: a `keras_match.text.TextEncoder` or a vocabulary file (bare models only).
         max_question_length, max_answer_length: truncation lengths used in training (bare models only).
 
     Returns:
-        pathlib.Path of the written version folder.
+        pathlib.Path of the written version folder `BASE/<version>`.
 
     Raises:
         FileExistsError: `BASE/<version>` exists already.
-        ValueError: `version` is not a positive integer; a bare model without its encoder or lengths.
+        ValueError: `version` is not a positive integer; a bare model without its encoder or lengths; a model
+            with inputs other than `question` and `answer`.
+        ImportError: `warmup=True` without tensorflow-serving-api (`pip install keras-match[serving]`).
     """
     run = _as_run(model_or_run, encoder, max_question_length, max_answer_length)
     base = pathlib.Path(base_dir)
+    if version is not None and (not isinstance(version, int) or isinstance(version, bool) or version < 1):
+        raise ValueError(f"version must be a positive integer, got {version!r}")
+    if version is not None and (base / str(version)).exists():
+        raise FileExistsError(f"{base / str(version)} exists: TF Serving versions are never overwritten; pick "
+                              "another version")
+    records = serving.warmup_requests(base.name or "model", run.max_question_length, run.max_answer_length,
+                                      large_batch=CHUNK_SIZE + 1) if warmup else None
+    archive = build_archive(run)  # fails before anything is written
     base.mkdir(parents=True, exist_ok=True)
     if version is None:
         version = _next_version(base)
-    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        raise ValueError(f"version must be a positive integer, got {version!r}")
     target = base / str(version)
     if target.exists():
         raise FileExistsError(f"{target} exists: TF Serving versions are never overwritten; pick another version")
     tmp = pathlib.Path(tempfile.mkdtemp(prefix=f".tmp-{version}-", dir=base))
     try:
-        build_archive(run).write_out(str(tmp / "model"), verbose=False)
-        os.rename(tmp / "model", target)
+        staged = tmp / "model"
+        archive.write_out(str(staged), verbose=False)
+        (staged / METADATA_FILE).parent.mkdir(parents=True, exist_ok=True)
+        (staged / METADATA_FILE).write_text(json.dumps(_metadata(run), indent=2) + "\n", encoding="utf-8")
+        if records is not None:
+            serving.write_warmup_file(staged, records)
+        if target.exists():  # another writer took this version meanwhile
+            raise FileExistsError(f"{target} appeared while exporting; pick another version")
+        os.rename(staged, target)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return target
+
+
+def read_metadata(version_dir):
+    """The export metadata (`assets.extra/keras_match.json`) of a version folder, as a dict.
+
+    Raises:
+        FileNotFoundError: the folder is not a keras-match SavedModel export.
+    """
+    path = pathlib.Path(version_dir) / METADATA_FILE
+    if not path.exists():
+        raise FileNotFoundError(f"{path} not found: {version_dir} is not a SavedModel written by "
+                                "keras_match.export.saved_model")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+# ---------------------------------------------------------------------------------------------------- ONNX
+
+
+@dataclasses.dataclass
+class OnnxExport:
+    """The result of `to_onnx`.
+
+    Attributes:
+        path: the written `model.onnx`.
+        opset: the ONNX opset it was converted with.
+        max_abs_diff: the largest |onnxruntime - TensorFlow| score difference over the verification samples.
+        num_samples: number of pairs compared.
+    """
+
+    path: pathlib.Path
+    opset: int
+    max_abs_diff: float
+    num_samples: int
+
+
+def onnx_dir_for(version_dir):
+    """Where `to_onnx` writes by default: `BASE/onnx/<version>/` for the version folder `BASE/<version>`."""
+    version_dir = pathlib.Path(version_dir)
+    return version_dir.parent / "onnx" / version_dir.name
+
+
+def sample_ids(vocab_size, max_question_length, max_answer_length, seed=0):
+    """Token-id batches that exercise a matching model: a list of `(question [b, lq], answer [b, la])` int32.
+
+    Includes one full-length pair (batch of one), a batch of seven with mixed lengths (an all-padding row, an
+    all-unknown row, rows of different lengths), and a batch of three single-token rows.
+    """
+    rng = np.random.default_rng(seed)
+    high = max(int(vocab_size), 2)
+
+    def batch(n, length, lengths):
+        ids = rng.integers(1, high, size=(n, length), dtype=np.int64).astype(np.int32)
+        for row, keep in enumerate(lengths):
+            ids[row, keep:] = 0
+        return ids
+
+    lq, la = int(max_question_length), int(max_answer_length)
+    q7 = batch(7, lq, [lq, 0, 3, 1, lq // 2, lq, 2])
+    a7 = batch(7, la, [la, 5, 0, la, 1, la // 3, 2])
+    q7[5, :] = text.OOV_ID
+    a7[6, :2] = text.OOV_ID
+    return [
+        (batch(1, lq, [lq]), batch(1, la, [la])),
+        (q7, a7),
+        (batch(3, 1, [1, 1, 1]), batch(3, 1, [1, 1, 1])),
+    ]
+
+
+def _onnx_problems(model_proto):
+    """Nodes that are not standard ONNX ops (tf2onnx leaves unsupported TF ops in the graph)."""
+    import onnx
+
+    problems = set()
+
+    def visit(graph):
+        for node in graph.node:
+            domain = node.domain or ""
+            if domain not in ("", "ai.onnx") or not onnx.defs.has(node.op_type):
+                problems.add(f"{domain + '.' if domain else ''}{node.op_type}")
+            for attribute in node.attribute:
+                if attribute.type == onnx.AttributeProto.GRAPH:
+                    visit(attribute.g)
+                for subgraph in attribute.graphs:
+                    visit(subgraph)
+
+    visit(model_proto.graph)
+    return sorted(problems)
+
+
+def to_onnx(saved_model_dir, output_dir=None, *, opset=MAX_ONNX_OPSET, atol=1e-4, samples=None):
+    """Convert the `serve_ids` signature of an exported SavedModel to ONNX and verify it in onnxruntime.
+
+    The SavedModel is loaded back (`tf.saved_model.load`), its `serve_ids` function converted with tf2onnx,
+    and the ONNX model run in onnxruntime on `samples` next to the loaded TensorFlow function. tf2onnx reports
+    success even when it leaves ops it cannot convert in the graph, so success here means: every node is a
+    standard ONNX op, onnxruntime loads the model, and every score is within `atol` of TensorFlow's.
+
+    The ONNX model has inputs `question` int32 [batch, lq] and `answer` int32 [batch, la] (token ids, 0 =
+    padding; any batch size and lengths) and output `score` float32 [batch]. The output folder also gets the
+    vocabulary and the export metadata (`keras_match.json`: truncation lengths, lowercase, ids), which a
+    client needs to make ids with `keras_match.text.TextEncoder.from_file(...).encode`.
+
+    Args:
+        saved_model_dir: a version folder written by `saved_model` (`BASE/<version>`).
+        output_dir: the folder to create; default `BASE/onnx/<version>` (see `onnx_dir_for`). It must not exist.
+        opset: ONNX opset, at most 18 (`MAX_ONNX_OPSET`).
+        atol: the largest accepted |onnxruntime - TensorFlow| score difference.
+        samples: list of `(question_ids, answer_ids)` int32 batches; default `sample_ids(...)` from the
+            export metadata.
+
+    Returns:
+        `OnnxExport` (path of `model.onnx`, opset, max_abs_diff, num_samples).
+
+    Raises:
+        ExportVerificationError: the conversion failed, left non-ONNX ops, onnxruntime cannot run the model,
+            or a score differs from TensorFlow's by more than `atol`. Nothing is written then.
+        FileExistsError: `output_dir` exists.
+        FileNotFoundError: `saved_model_dir` is not a keras-match export.
+        ValueError: `opset` above 18 or below 1.
+        ImportError: tf2onnx / onnxruntime missing (`pip install keras-match[onnx]`).
+    """
+    if isinstance(opset, bool) or not isinstance(opset, int) or not 1 <= opset <= MAX_ONNX_OPSET:
+        raise ValueError(f"opset must be an integer from 1 to {MAX_ONNX_OPSET} (tf2onnx 1.17), got {opset!r}")
+    try:
+        import onnx
+        import onnxruntime
+        import tf2onnx
+    except ImportError as error:
+        raise ImportError(f"ONNX export needs tf2onnx, onnx and onnxruntime: pip install keras-match[onnx] "
+                          f"({error})") from error
+    saved_model_dir = pathlib.Path(saved_model_dir)
+    metadata = read_metadata(saved_model_dir)
+    target = pathlib.Path(output_dir) if output_dir is not None else onnx_dir_for(saved_model_dir)
+    if target.exists():
+        raise FileExistsError(f"{target} exists: ONNX exports are never overwritten")
+    if samples is None:
+        samples = sample_ids(metadata["vocab_size"], metadata["max_question_length"],
+                             metadata["max_answer_length"])
+
+    loaded = tf.saved_model.load(str(saved_model_dir))
+    function = getattr(loaded, serving.IDS_SIGNATURE)
+    input_signature = (
+        tf.TensorSpec([None, None], tf.int32, name="question"),
+        tf.TensorSpec([None, None], tf.int32, name="answer"),
+    )
+    # tf2onnx's progress messages and TensorFlow's harmless "Issue encountered when serializing
+    # table_initializer" warnings (the graph freezing meets the vocabulary table) are not for the user.
+    loggers = [logging.getLogger(name) for name in ("tf2onnx", "tensorflow")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.ERROR)
+    try:
+        model_proto, _ = tf2onnx.convert.from_function(function, input_signature=input_signature, opset=opset)
+    except Exception as error:  # tf2onnx raises many kinds of errors
+        raise ExportVerificationError(f"tf2onnx could not convert {saved_model_dir}/serve_ids: {error}") from error
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
+    problems = _onnx_problems(model_proto)
+    if problems:
+        raise ExportVerificationError(
+            f"tf2onnx left ops that are not ONNX ops in the graph: {problems}; change the layer that uses them"
+        )
+    try:
+        onnx.checker.check_model(model_proto)
+        session = onnxruntime.InferenceSession(model_proto.SerializeToString(),
+                                               providers=["CPUExecutionProvider"])
+    except Exception as error:
+        raise ExportVerificationError(f"onnxruntime cannot load the converted model: {error}") from error
+    names = sorted(i.name for i in session.get_inputs())
+    if names != ["answer", "question"] or [o.name for o in session.get_outputs()] != ["score"]:
+        raise ExportVerificationError(f"unexpected ONNX inputs {names} / outputs "
+                                      f"{[o.name for o in session.get_outputs()]}")
+    worst, count = 0.0, 0
+    signature = loaded.signatures[serving.IDS_SIGNATURE]
+    for question_ids, answer_ids in samples:
+        question_ids = np.asarray(question_ids, dtype=np.int32)
+        answer_ids = np.asarray(answer_ids, dtype=np.int32)
+        expected = signature(question=tf.constant(question_ids), answer=tf.constant(answer_ids))["score"].numpy()
+        try:
+            (got,) = _run_onnx(session, question_ids, answer_ids)
+        except Exception as error:
+            raise ExportVerificationError(f"onnxruntime failed on ids of shape {question_ids.shape} / "
+                                          f"{answer_ids.shape}: {error}") from error
+        got = np.asarray(got)
+        if got.shape != expected.shape or not np.isfinite(got).all():
+            raise ExportVerificationError(f"onnxruntime returned {got!r} where TensorFlow returned {expected!r}")
+        worst = max(worst, float(np.max(np.abs(got - expected), initial=0.0)))
+        count += len(expected)
+    if not worst <= atol:
+        raise ExportVerificationError(
+            f"the ONNX model's scores differ from TensorFlow's by up to {worst:.3g} (> {atol:g}) on {count} sample "
+            "pairs; an op is converted with different semantics"
+        )
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = pathlib.Path(tempfile.mkdtemp(prefix=f".tmp-{target.name}-", dir=target.parent))
+    try:
+        staged = tmp / "onnx"
+        staged.mkdir()
+        (staged / ONNX_FILE).write_bytes(model_proto.SerializeToString())
+        vocabulary = saved_model_dir / "assets" / metadata["vocabulary_file"]
+        if not vocabulary.exists():  # the exporter renames an asset whose name is taken
+            vocabulary = next(p for p in sorted((saved_model_dir / "assets").iterdir()) if p.is_file())
+        shutil.copyfile(vocabulary, staged / "vocabulary.txt")
+        onnx_metadata = dict(metadata, vocabulary_file="vocabulary.txt", onnx={
+            "opset": opset, "signature": serving.IDS_SIGNATURE, "max_abs_diff": worst, "num_samples": count,
+            "saved_model": str(saved_model_dir), "inputs": {"question": "int32 [batch, lq]",
+                                                            "answer": "int32 [batch, la]"},
+            "outputs": {"score": "float32 [batch]"}})
+        (staged / "keras_match.json").write_text(json.dumps(onnx_metadata, indent=2) + "\n", encoding="utf-8")
+        if target.exists():
+            raise FileExistsError(f"{target} appeared while exporting")
+        os.rename(staged, target)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return OnnxExport(path=target / ONNX_FILE, opset=opset, max_abs_diff=worst, num_samples=count)
+
+
+def _run_onnx(session, question_ids, answer_ids):
+    """One onnxruntime call (a separate function so tests can check that a wrong result is caught)."""
+    return session.run(["score"], {"question": question_ids, "answer": answer_ids})

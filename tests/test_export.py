@@ -1,16 +1,25 @@
-"""The exported SavedModel, loaded in a fresh Python process, scores raw text like the Keras model."""
+"""Export of a trained run through `keras-match export`: SavedModel layout, ONNX, serving helpers, clients.
 
+Every zoo entry's signatures are checked in tests/test_export_zoo.py; this file covers the command, the
+failure paths, the request/response helpers of `keras_match.serving` and the client examples in export/.
+"""
+
+import concurrent.futures
+import http.server
+import importlib.util
 import json
 import pathlib
 import subprocess
 import sys
 import textwrap
+import threading
 
 import numpy as np
 import pytest
 
-from keras_match import cli, export, training
+from keras_match import cli, export, serving, training
 
+REPO = pathlib.Path(__file__).resolve().parents[1]
 QUESTIONS = ["When was the Teapot Dome scandal?", "who is the president of france", "", "Zürich café ?"]
 ANSWERS = ["The scandal broke in 1923 .", "", "zzqx qqzx", " ".join(["word"] * 500)]
 
@@ -31,8 +40,20 @@ LOADER = textwrap.dedent(
 @pytest.fixture(scope="module")
 def exported(trained_run, tmp_path_factory):
     base = tmp_path_factory.mktemp("export") / "mcan_fm"
-    assert cli.main(["export", str(trained_run), "--to", str(base)]) == 0
+    assert cli.main(["export", str(trained_run), "--to", str(base), "--onnx"]) == 0
     return base
+
+
+@pytest.fixture(scope="module")
+def run(trained_run):
+    return training.load_run(trained_run)
+
+
+@pytest.fixture(scope="module")
+def loaded(exported):
+    import tensorflow as tf
+
+    return tf.saved_model.load(str(exported / "1"))
 
 
 def test_tf_serving_layout(exported):
@@ -40,27 +61,337 @@ def test_tf_serving_layout(exported):
     assert (exported / "1" / "variables").is_dir()
     assets = list((exported / "1" / "assets").iterdir())
     assert any(p.read_text(encoding="utf-8").splitlines()[:1] for p in assets)
-    assert not [p for p in exported.iterdir() if p.name.startswith(".tmp")]
+    assert (exported / "1" / serving.WARMUP_FILE).is_file()
+    assert export.read_metadata(exported / "1")["zoo"] == "mcan_fm"
+    # TF Serving loads only integer children of BASE: the ONNX folder sits beside the versions
+    assert sorted(p.name for p in exported.iterdir()) == ["1", "onnx"]
+    assert (exported / "onnx" / "1" / "model.onnx").is_file()
 
 
-def test_fresh_process_scores_raw_text_like_keras(exported, trained_run):
+def test_fresh_process_scores_raw_text_like_keras(exported, run):
     out = subprocess.run(
         [sys.executable, "-c", LOADER, str(exported / "1"), json.dumps(QUESTIONS), json.dumps(ANSWERS)],
         check=True, capture_output=True, text=True,
     )
     result = json.loads(out.stdout.strip().splitlines()[-1])
-    assert {"serving_default", "serve_ids"} <= set(result["signatures"])
+    assert {"serving_default", "serve_ids", "rank"} <= set(result["signatures"])
     served = np.array(result["serving_default"])
-    expected = training.load_run(trained_run).score(QUESTIONS, ANSWERS)
+    expected = run.score(QUESTIONS, ANSWERS)
     assert np.isfinite(served).all()
     np.testing.assert_allclose(served, expected, atol=1e-5)
 
 
-def test_versions_increment_and_are_never_overwritten(trained_run, tmp_path):
-    run = training.load_run(trained_run)
-    assert export.saved_model(run, tmp_path).name == "1"
-    assert export.saved_model(run, tmp_path).name == "2"
+def test_onnx_from_the_command_matches_keras(exported, run):
+    import onnxruntime
+
+    folder = exported / "onnx" / "1"
+    meta = json.loads((folder / "keras_match.json").read_text())
+    assert meta["onnx"]["opset"] <= 18 and meta["onnx"]["max_abs_diff"] <= 1e-4
+    assert (folder / "vocabulary.txt").read_bytes() == pathlib.Path(run.encoder.vocabulary_path).read_bytes()
+    ids = training.encode_pairs(run.encoder, QUESTIONS, ANSWERS, meta["max_question_length"],
+                                meta["max_answer_length"])
+    session = onnxruntime.InferenceSession(str(folder / "model.onnx"), providers=["CPUExecutionProvider"])
+    (scores,) = session.run(["score"], ids)
+    np.testing.assert_allclose(scores, run.score(QUESTIONS, ANSWERS), atol=1e-4)
+
+
+def _tiny_model(vocab_size, features=False):
+    import keras
+
+    inputs = {name: keras.Input((None,), dtype="int32", name=name) for name in ("question", "answer")}
+    pooled = [keras.layers.GlobalAveragePooling1D()(keras.layers.Embedding(vocab_size, 4)(x))
+              for x in inputs.values()]
+    if features:
+        inputs["features"] = keras.Input((2,), dtype="float32", name="features")
+        pooled.append(inputs["features"])
+    return keras.Model(inputs, keras.layers.Dense(2, activation="softmax")(keras.layers.Concatenate()(pooled)))
+
+
+def test_versions_increment_and_are_never_overwritten(run, tmp_path):
+    model = _tiny_model(run.encoder.vocab_size)
+    kwargs = {"encoder": run.encoder, "max_question_length": 4, "max_answer_length": 4}
+    assert export.saved_model(model, tmp_path, warmup=False, **kwargs).name == "1"
+    assert export.saved_model(model, tmp_path, **kwargs).name == "2"
     with pytest.raises(FileExistsError):
-        export.saved_model(run, tmp_path, version=2)
+        export.saved_model(model, tmp_path, version=2, **kwargs)
     with pytest.raises(ValueError):
-        export.saved_model(run, tmp_path, version=0)
+        export.saved_model(model, tmp_path, version=0, **kwargs)
+    assert export.saved_model(model, tmp_path, version=7, **kwargs).name == "7"
+    assert export.saved_model(model, tmp_path, **kwargs).name == "8"
+    assert not (tmp_path / "1" / serving.WARMUP_FILE).exists()
+    assert (tmp_path / "2" / serving.WARMUP_FILE).exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["1", "2", "7", "8"]  # no .tmp-* left
+
+
+def test_onnx_arguments_are_checked_before_converting(exported, tmp_path):
+    with pytest.raises(ValueError, match="opset"):
+        export.to_onnx(exported / "1", tmp_path / "onnx", opset=19)
+    with pytest.raises(FileExistsError):
+        export.to_onnx(exported / "1")  # onnx/1 exists
+    with pytest.raises(FileNotFoundError, match="not a SavedModel written by"):
+        export.to_onnx(tmp_path)
+
+
+def test_an_onnx_mismatch_fails_the_conversion_and_writes_nothing(exported, monkeypatch, tmp_path):
+    real = export._run_onnx
+    monkeypatch.setattr(export, "_run_onnx", lambda *a: [real(*a)[0] + 1e-3])
+    with pytest.raises(export.ExportVerificationError, match="differ from TensorFlow's by up to 0.001"):
+        export.to_onnx(exported / "1", tmp_path / "onnx")
+    assert not list(tmp_path.iterdir())
+
+
+def test_the_command_reports_onnx_failures(exported, monkeypatch, tmp_path, capsys):
+    def fail(*args, **kwargs):
+        raise export.ExportVerificationError("scores differ")
+
+    monkeypatch.setattr(export, "saved_model", lambda *a, **k: exported / "1")
+    monkeypatch.setattr(export, "to_onnx", fail)
+    assert cli.main(["export", "RUN", "--to", str(tmp_path), "--onnx"]) == 2
+    error = capsys.readouterr().err
+    assert "ONNX export failed" in error and "scores differ" in error and "was written and is valid" in error
+
+
+def test_unconvertible_ops_are_caught(tmp_path):
+    """tf2onnx cannot convert cumulative_logsumexp and exits 0 anyway: to_onnx must refuse it."""
+    import tensorflow as tf
+
+    class Module(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32, name="question"),
+                                      tf.TensorSpec([None, None], tf.int32, name="answer")])
+        def serve_ids(self, question, answer):
+            x = tf.cast(tf.concat([question, answer], axis=1), tf.float32)
+            return {"score": tf.sigmoid(tf.math.cumulative_logsumexp(x, axis=1)[:, -1])}
+
+    module = Module()
+    version = tmp_path / "1"
+    tf.saved_model.save(module, str(version), signatures={"serve_ids": module.serve_ids})
+    (version / "assets.extra").mkdir()
+    (version / export.METADATA_FILE).write_text(json.dumps(
+        {"vocab_size": 10, "max_question_length": 4, "max_answer_length": 5, "vocabulary_file": "v.txt"}))
+    with pytest.raises(export.ExportVerificationError, match="CumulativeLogsumexp|onnxruntime"):
+        export.to_onnx(version)
+    assert not (tmp_path / "onnx" / "1").exists()
+
+
+def test_models_with_other_inputs_are_refused(run, tmp_path):
+    with pytest.raises(ValueError, match="features"):
+        export.saved_model(_tiny_model(run.encoder.vocab_size, features=True), tmp_path / "m",
+                           encoder=run.encoder, max_question_length=4, max_answer_length=4)
+    assert not (tmp_path / "m").exists()
+
+
+def test_warmup_needs_tensorflow_serving_api(run, monkeypatch, tmp_path):
+    for module in ("tensorflow_serving", "tensorflow_serving.apis"):
+        monkeypatch.setitem(sys.modules, module, None)
+    with pytest.raises(ImportError, match=r"pip install keras-match\[serving\]"):
+        export.saved_model(run, tmp_path / "m")
+    assert not (tmp_path / "m").exists()
+
+
+# ------------------------------------------------------------------------------------------ request formats
+
+
+def test_rest_row_format_is_decoded_like_tf_serving():
+    body = json.loads(json.dumps(serving.rest_predict_body(["who ?", "é"], [b"\xff\xfe", "b"])))
+    assert body["instances"][1] == {"question": "é", "answer": "b"}
+    assert body["instances"][0]["answer"] == {"b64": "//4="}
+    feeds = serving.decode_rest_body(body, serving.SIGNATURE_INPUTS["serving_default"])
+    assert feeds["question"].tolist() == [b"who ?", "é".encode()]
+    assert feeds["answer"].tolist() == [b"\xff\xfe", b"b"]
+    ids = serving.decode_rest_body(serving.rest_ids_body([[3, 4, 0]], [[5, 0]]), {"question": "int32",
+                                                                                   "answer": "int32"})
+    assert ids["question"].dtype == np.int32 and ids["question"].shape == (1, 3)
+
+
+def test_rest_columnar_format_keeps_a_scalar_question():
+    feeds = serving.decode_rest_body(serving.rest_rank_body("q", ["a", "b", ""]),
+                                     serving.SIGNATURE_INPUTS["rank"])
+    assert feeds["question"].shape == () and feeds["question"][()] == b"q"
+    assert feeds["answers"].tolist() == [b"a", b"b", b""]
+
+
+@pytest.mark.parametrize("body, message", [
+    ({"instances": [{"question": "a", "answer": "b"}], "inputs": {}}, "exactly one"),
+    ({"instances": [{"question": "a", "answer": "b"}, {"question": "a"}]}, "same inputs"),
+    ({"instances": [{"question": "a", "answer": "b", "extra": "c"}]}, "not in the signature"),
+    ({"inputs": {"question": ["a"]}}, "misses"),
+    ({"instances": [{"question": 3, "answer": "b"}]}, "expected a string"),
+    ({"instances": ["a", "b"]}, "must be an object"),
+])
+def test_rest_bodies_tf_serving_rejects_are_rejected(body, message):
+    with pytest.raises(ValueError, match=message):
+        serving.decode_rest_body(body, serving.SIGNATURE_INPUTS["serving_default"])
+
+
+def test_rest_numbers_must_fit_the_dtype():
+    spec = serving.SIGNATURE_INPUTS["serve_ids"]
+    with pytest.raises(ValueError, match="not an integer"):
+        serving.decode_rest_body({"instances": [{"question": [1.5], "answer": [1]}]}, spec)
+    with pytest.raises(ValueError, match="out of range"):
+        serving.decode_rest_body({"instances": [{"question": [2 ** 40], "answer": [1]}]}, spec)
+    with pytest.raises(ValueError, match="different shapes"):
+        serving.decode_rest_body({"instances": [{"question": [1, 2], "answer": [1]},
+                                                {"question": [1], "answer": [1]}]}, spec)
+
+
+def test_rest_responses_round_trip():
+    row = serving.encode_rest_response({"score": np.array([0.25, 0.5], np.float32)})
+    assert row == {"predictions": [0.25, 0.5]}
+    assert serving.parse_rest_response(json.dumps(row))["score"].tolist() == [0.25, 0.5]
+    columns = serving.encode_rest_response({"scores": np.array([0.5, 0.75]), "order": np.array([1, 0])},
+                                           row_format=False)
+    assert columns == {"outputs": {"scores": [0.5, 0.75], "order": [1, 0]}}
+    parsed = serving.parse_rest_response(columns)
+    assert parsed["order"].dtype == np.int32 and parsed["order"].tolist() == [1, 0]
+    with pytest.raises(ValueError, match="TF Serving error: bad"):
+        serving.parse_rest_response({"error": "bad"})
+
+
+def test_grpc_requests_hold_the_signature_inputs():
+    request = serving.grpc_rank_request("who?", ["a", "b"], "mcan_fm", version=3)
+    assert (request.model_spec.name, request.model_spec.signature_name) == ("mcan_fm", "rank")
+    assert request.model_spec.version.value == 3
+    feeds = serving.request_to_feeds(request)
+    assert feeds["question"].shape == () and feeds["answers"].tolist() == [b"a", b"b"]
+    request = serving.grpc_predict_request(["q1", "q2"], ["a1", "a2"], "m")
+    assert request.model_spec.signature_name == "serving_default"
+    assert serving.request_to_feeds(request)["answer"].tolist() == [b"a1", b"a2"]
+    with pytest.raises(ValueError, match="same length"):
+        serving.grpc_predict_request(["q1"], ["a1", "a2"], "m")
+
+
+def test_model_config_list_parses_as_tf_serving_config(tmp_path):
+    from google.protobuf import text_format
+    from tensorflow_serving.config import model_server_config_pb2
+
+    path = serving.write_model_config({"mcan_fm": "/models/mcan_fm", "mcan_sm": "/models/mcan_sm"},
+                                      tmp_path / "models.config", versions={"mcan_sm": [1, 2]})
+    config = text_format.Parse(path.read_text(), model_server_config_pb2.ModelServerConfig())
+    models = {c.name: c for c in config.model_config_list.config}
+    assert sorted(models) == ["mcan_fm", "mcan_sm"]
+    assert models["mcan_fm"].base_path == "/models/mcan_fm"
+    assert models["mcan_fm"].model_platform == "tensorflow"
+    assert not models["mcan_fm"].HasField("model_version_policy")
+    assert list(models["mcan_sm"].model_version_policy.specific.versions) == [1, 2]
+    with pytest.raises(ValueError, match="invalid model name"):
+        serving.model_config_text({"bad name": "/m"})
+    with pytest.raises(ValueError, match="unknown model"):
+        serving.model_config_text({"a": "/m"}, versions={"b": [1]})
+
+
+def test_model_config_script(tmp_path):
+    from google.protobuf import text_format
+    from tensorflow_serving.config import model_server_config_pb2
+
+    out = tmp_path / "models.config"
+    subprocess.run([sys.executable, str(REPO / "export" / "model_config.py"), "mcan_fm", "mcan_sm=/srv/sm",
+                    "--version", "mcan_sm=4", "-o", str(out)], check=True, capture_output=True)
+    config = text_format.Parse(out.read_text(), model_server_config_pb2.ModelServerConfig())
+    assert [(c.name, c.base_path) for c in config.model_config_list.config] == [
+        ("mcan_fm", "/models/mcan_fm"), ("mcan_sm", "/srv/sm")]
+
+
+# ------------------------------------------------------------------------------- clients against fake servers
+
+
+def _load_client(name):
+    spec = importlib.util.spec_from_file_location(name, REPO / "export" / "clients" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _run_signature(loaded, name, feeds):
+    import tensorflow as tf
+
+    outputs = loaded.signatures[name or "serving_default"](**{k: tf.constant(v) for k, v in feeds.items()})
+    return {k: v.numpy() for k, v in outputs.items()}
+
+
+class _FakeRestServer(http.server.ThreadingHTTPServer):
+    """TF Serving's REST :predict, emulated with the helpers that mirror its JSON conversion."""
+
+    def __init__(self, loaded, model_name):
+        self.loaded, self.model_name = loaded, model_name
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(handler):  # noqa: N805
+                try:
+                    assert handler.path == f"/v1/models/{self.model_name}:predict", handler.path
+                    body = json.loads(handler.rfile.read(int(handler.headers["Content-Length"])))
+                    signature = self.loaded.signatures[body.get("signature_name", "serving_default")]
+                    inputs = {k: s.dtype for k, s in signature.structured_input_signature[1].items()}
+                    feeds = serving.decode_rest_body(body, inputs)
+                    outputs = _run_signature(self.loaded, body.get("signature_name"), feeds)
+                    reply, status = serving.encode_rest_response(outputs, "instances" in body), 200
+                except Exception as error:  # the server answers 400 with {"error": ...}
+                    reply, status = {"error": str(error)}, 400
+                data = json.dumps(reply).encode()
+                handler.send_response(status)
+                handler.send_header("Content-Type", "application/json")
+                handler.send_header("Content-Length", str(len(data)))
+                handler.end_headers()
+                handler.wfile.write(data)
+
+        super().__init__(("127.0.0.1", 0), Handler)
+
+
+def test_rest_client_against_a_fake_server(loaded, run, capsys):
+    server = _FakeRestServer(loaded, "mcan_fm")
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        client = _load_client("rest_client")
+        port = str(server.server_address[1])
+        argv = ["--host", "127.0.0.1", "--port", port, "--model", "mcan_fm", "--question", QUESTIONS[0]]
+        for answer in ANSWERS:
+            argv += ["--answer", answer]
+        expected = run.score([QUESTIONS[0]] * len(ANSWERS), ANSWERS)
+        for signature in ("rank", "serving_default"):
+            scores, order = client.main(argv + ["--signature", signature])
+            np.testing.assert_allclose(scores, expected, atol=1e-5)
+            assert order == np.argsort(-np.asarray(scores), kind="stable").tolist()
+        lines = capsys.readouterr().out.strip().splitlines()
+        assert len(lines) == 2 * len(ANSWERS) and lines[0].startswith("1\t")
+        with pytest.raises(RuntimeError, match="HTTP 400"):
+            client.predict("127.0.0.1", port, "mcan_fm", {"instances": [{"question": "a"}]})
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_grpc_client_against_a_fake_server(loaded, run):
+    import grpc
+    from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
+
+    class Servicer(prediction_service_pb2_grpc.PredictionServiceServicer):
+        def Predict(self, request, context):  # noqa: N802
+            outputs = _run_signature(loaded, request.model_spec.signature_name, serving.request_to_feeds(request))
+            response = predict_pb2.PredictResponse()
+            response.model_spec.CopyFrom(request.model_spec)
+            for name, value in outputs.items():
+                response.outputs[name].CopyFrom(serving._tensor_proto(value))
+            return response
+
+    server = grpc.server(concurrent.futures.ThreadPoolExecutor(max_workers=2))
+    prediction_service_pb2_grpc.add_PredictionServiceServicer_to_server(Servicer(), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        client = _load_client("grpc_client")
+        expected = run.score([QUESTIONS[1]] * len(ANSWERS), ANSWERS)
+        for signature in ("rank", "serving_default"):
+            scores, order = client.rank("127.0.0.1", port, "mcan_fm", QUESTIONS[1], ANSWERS, signature)
+            np.testing.assert_allclose(scores, expected, atol=1e-5)
+            assert order == np.argsort(-np.asarray(scores), kind="stable").tolist()
+    finally:
+        server.stop(None)
+
+
+def test_export_folder_documents_its_files():
+    readme = (REPO / "export" / "README.md").read_text()
+    for name in ("docker-compose.yml", "model_config.py", "rest_client.py", "grpc_client.py", "rank",
+                 "serve_ids", "tf_serving_warmup_requests", "onnx/"):
+        assert name in readme, name

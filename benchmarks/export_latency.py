@@ -1,0 +1,213 @@
+"""Export cost and serving latency of a zoo model: SavedModel (raw text) and ONNX (ids); prints JSON.
+
+Trains nothing. With `--run-dir` the run's model is exported; without it, mcan_fm is built with the paper's
+settings (300d embeddings, 300 LSTM units, highway 200, FM factors 10) and random weights, with a vocabulary
+built from TrecQA TRAIN-ALL the way `keras_match.train` builds it. Then:
+
+- export: wall time of `keras_match.export.saved_model` (SavedModel + warmup file) and of `to_onnx`
+  (conversion + onnxruntime check), and their sizes on disk;
+- latency of ranking one question against 30 candidate answers (real TrecQA test questions; candidates cycled
+  to 30), p50 / p99 over `--queries` calls: through the loaded SavedModel's `rank` and `serving_default`
+  signatures (raw text, tokenized in the graph) and through onnxruntime (ids tokenized beforehand, trimmed to
+  the group's longest text as the graph does; tokenization not timed);
+- throughput at batch 256 (TrecQA test pairs), pairs per second, for the same three paths;
+- one batch of 3000 pairs through `serving_default` (time, finite scores, the process' peak RSS before/after).
+
+    KERAS_MATCH_DATA=../shared/data python benchmarks/export_latency.py [--run-dir RUN] > export_latency.json
+
+Numbers are from whatever CPU runs it, with TensorFlow's and onnxruntime's default thread pools; the JSON
+records the CPU count and the load average at the start so that a busy machine shows.
+"""
+
+import argparse
+import json
+import os
+import pathlib
+import resource
+import shutil
+import sys
+import tempfile
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+
+def _log(*args):
+    print(*args, file=sys.stderr, flush=True)
+
+
+def _size_mb(path):
+    path = pathlib.Path(path)
+    files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
+    return round(sum(p.stat().st_size for p in files) / 2**20, 2)
+
+
+def _percentiles(seconds):
+    import numpy as np
+
+    ms = 1000 * np.asarray(seconds)
+    return {"p50_ms": round(float(np.percentile(ms, 50)), 2), "p99_ms": round(float(np.percentile(ms, 99)), 2),
+            "mean_ms": round(float(ms.mean()), 2), "calls": len(ms)}
+
+
+def _timed(fn, repeats, warmup):
+    for _ in range(warmup):
+        fn(0)
+    seconds = []
+    for i in range(repeats):
+        start = time.perf_counter()
+        fn(i)
+        seconds.append(time.perf_counter() - start)
+    return seconds
+
+
+def build_run(run_dir, data_dir):
+    """The run to export: a trained run directory, or paper-sized mcan_fm with random weights."""
+    from keras_match import text, training, zoo
+
+    if run_dir:
+        return training.load_run(run_dir), f"run {run_dir}"
+    dataset = training.load_dataset("trecqa-clean", data_dir=data_dir)
+    pairs = dataset["train"].pairs()
+    import numpy as np
+
+    encoder = text.TextEncoder.build(np.concatenate([np.unique(pairs.questions), pairs.answers]))
+    preset = zoo.resolve("mcan_fm")
+    model = zoo.build(preset, vocab_size=encoder.vocab_size)
+    config = {"zoo": "mcan_fm", "max_question_length": preset["training"]["max_question_length"],
+              "max_answer_length": preset["training"]["max_answer_length"]}
+    return training.Run(model=model, encoder=encoder, config=config), (
+        f"mcan_fm paper settings, random weights, TrecQA train-all vocabulary ({encoder.vocab_size} ids)")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--run-dir", default=None, help="a finished run; default: paper-sized mcan_fm, random weights")
+    parser.add_argument("--data-dir", default=None, help="benchmark data (default $KERAS_MATCH_DATA)")
+    parser.add_argument("--out", default=None, help="export folder (default: a temporary folder, removed)")
+    parser.add_argument("--queries", type=int, default=200, help="timed 1 x 30 ranking calls per path")
+    parser.add_argument("--batches", type=int, default=20, help="timed batch-256 calls per path")
+    parser.add_argument("--candidates", type=int, default=30)
+    parser.add_argument("--batch-size", type=int, default=256)
+    args = parser.parse_args(argv)
+
+    import numpy as np
+    import onnxruntime
+    import tensorflow as tf
+
+    from keras_match import export, training
+
+    load_average = os.getloadavg()
+    run, description = build_run(args.run_dir, args.data_dir)
+    out = pathlib.Path(args.out) if args.out else pathlib.Path(tempfile.mkdtemp(prefix="export_latency_"))
+    try:
+        _log("exporting", description)
+        start = time.perf_counter()
+        version_dir = export.saved_model(run, out / "mcan_fm")
+        export_seconds = time.perf_counter() - start
+        start = time.perf_counter()
+        converted = export.to_onnx(version_dir)
+        onnx_seconds = time.perf_counter() - start
+
+        test = list(training.load_dataset("trecqa-clean", data_dir=args.data_dir)["test"])
+        groups = []
+        for question in test:
+            answers = [c.text for c in question.candidates]
+            answers = [answers[i % len(answers)] for i in range(args.candidates)]
+            groups.append((question.text, answers))
+        pairs = training.load_dataset("trecqa-clean", data_dir=args.data_dir)["test"].pairs()
+        n = args.batch_size
+        batches = [(pairs.questions[i:i + n].tolist(), pairs.answers[i:i + n].tolist())
+                   for i in range(0, len(pairs) - n + 1, n)]
+
+        start = time.perf_counter()
+        loaded = tf.saved_model.load(str(version_dir))
+        load_seconds = time.perf_counter() - start
+        rank = loaded.signatures["rank"]
+        text_sig = loaded.signatures["serving_default"]
+        session = onnxruntime.InferenceSession(str(converted.path), providers=["CPUExecutionProvider"])
+        lq, la = run.max_question_length, run.max_answer_length
+
+        def ids_of(questions, answers):
+            ids = training.encode_pairs(run.encoder, questions, answers, lq, la)
+            return {k: v[:, : max(1, int((v != 0).sum(axis=1).max()))] for k, v in ids.items()}
+
+        group_ids = [ids_of([q] * len(a), a) for q, a in groups]
+        batch_ids = [ids_of(q, a) for q, a in batches]
+        group_tensors = [(tf.constant(q), tf.constant(a)) for q, a in groups]
+        pair_tensors = [(tf.constant([q] * len(a)), tf.constant(a)) for q, a in groups]
+        batch_tensors = [(tf.constant(q), tf.constant(a)) for q, a in batches]
+
+        # the three paths agree (a benchmark of a wrong model is worth nothing)
+        q, a = groups[0]
+        reference = run.score([q] * len(a), a)
+        via_rank = rank(question=group_tensors[0][0], answers=group_tensors[0][1])["scores"].numpy()
+        via_onnx = session.run(["score"], group_ids[0])[0]
+        agreement = {"rank_vs_keras": float(np.abs(via_rank - reference).max()),
+                     "onnx_vs_keras": float(np.abs(via_onnx - reference).max()),
+                     "keras_score_range": [float(reference.min()), float(reference.max())]}
+
+        g = len(groups)
+        _log("timing 1 x", args.candidates)
+        latency = {
+            "savedmodel_rank_text": _percentiles(_timed(
+                lambda i: rank(question=group_tensors[i % g][0], answers=group_tensors[i % g][1]),
+                args.queries, 10)),
+            "savedmodel_serving_default_text": _percentiles(_timed(
+                lambda i: text_sig(question=pair_tensors[i % g][0], answer=pair_tensors[i % g][1]),
+                args.queries, 10)),
+            "onnxruntime_ids": _percentiles(_timed(
+                lambda i: session.run(["score"], group_ids[i % g]), args.queries, 10)),
+        }
+        _log("timing batch", n)
+        b = len(batches)
+
+        def throughput(fn):
+            seconds = _timed(fn, args.batches, 2)
+            return {"pairs_per_s": round(n * len(seconds) / sum(seconds), 1), **_percentiles(seconds)}
+
+        batch = {
+            "savedmodel_serving_default_text": throughput(
+                lambda i: text_sig(question=batch_tensors[i % b][0], answer=batch_tensors[i % b][1])),
+            "onnxruntime_ids": throughput(lambda i: session.run(["score"], batch_ids[i % b])),
+        }
+        rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        many_q = (pairs.questions.tolist() * 4)[:3000]
+        many_a = (pairs.answers.tolist() * 4)[:3000]
+        start = time.perf_counter()
+        many = text_sig(question=tf.constant(many_q), answer=tf.constant(many_a))["score"].numpy()
+        many_seconds = time.perf_counter() - start
+
+        result = {
+            "model": description,
+            "machine": {"cpus": os.cpu_count(), "load_average_at_start": [round(x, 2) for x in load_average],
+                        "tensorflow": tf.__version__, "onnxruntime": onnxruntime.__version__},
+            "export": {
+                "saved_model_seconds": round(export_seconds, 2),
+                "saved_model_mb": _size_mb(version_dir),
+                "saved_model_variables_mb": _size_mb(version_dir / "variables"),
+                "onnx_seconds_with_verification": round(onnx_seconds, 2),
+                "onnx_mb": _size_mb(converted.path),
+                "onnx_opset": converted.opset,
+                "onnx_max_abs_diff_vs_tf": converted.max_abs_diff,
+                "saved_model_load_seconds": round(load_seconds, 2),
+            },
+            "agreement_max_abs_diff": agreement,
+            f"latency_1_question_x_{args.candidates}_candidates": latency,
+            f"throughput_batch_{n}": batch,
+            "batch_3000_serving_default": {
+                "seconds": round(many_seconds, 2),
+                "all_finite": bool(np.isfinite(many).all()),
+                "peak_rss_mb_before": round(rss_before, 1),
+                "peak_rss_mb_after": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+            },
+        }
+        print(json.dumps(result, indent=2))
+        return result
+    finally:
+        if not args.out:
+            shutil.rmtree(out, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,638 @@
+"""Requests and responses of TensorFlow Serving for exported keras-match models, and its model config file.
+
+An exported SavedModel (`keras_match.export.saved_model`) has three signatures:
+
+| signature | inputs | outputs |
+| --- | --- | --- |
+| `serving_default` | `question` tf.string [batch], `answer` tf.string [batch] | `score` float32 [batch] |
+| `serve_ids` | `question` int32 [batch, lq], `answer` int32 [batch, la] | `score` float32 [batch] |
+| `rank` | `question` tf.string [] (one text), `answers` tf.string [n] | `scores` float32 [n], `order` int32 [n] |
+
+This module builds what a client sends to a TF Serving model server and reads what it gets back, for both
+of its APIs:
+
+- REST (`POST http://HOST:8501/v1/models/NAME[/versions/V]:predict`): `rest_predict_body`, `rest_rank_body`
+  build the JSON body; `parse_rest_response` reads the answer. `decode_rest_body` and `encode_rest_response`
+  follow the server's own JSON conversion (row format `"instances"` / columnar `"inputs"`, see TF Serving's
+  `json_tensor.cc`), so tests can feed a REST body to a loaded SavedModel exactly as the server would.
+- gRPC (`tensorflow.serving.PredictionService/Predict` on port 8500): `grpc_predict_request`,
+  `grpc_rank_request` build a `PredictRequest`; `request_to_feeds` turns one into the signature's input
+  tensors (what the server does), `parse_predict_response` reads a `PredictResponse`.
+
+`warmup_requests` / `write_warmup_file` write `assets.extra/tf_serving_warmup_requests`, and
+`write_model_config` writes the `model_config_list` file that serves several models from one server.
+
+The gRPC and warmup helpers need the `serving` extra (`pip install keras-match[serving]`, which installs
+`tensorflow-serving-api`); it is imported only when they are called. The REST helpers need only Python's
+standard library and numpy (`decode_rest_body` and `encode_rest_response` also accept TensorFlow dtypes).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import pathlib
+import re
+
+import numpy as np
+
+__all__ = [
+    "DEFAULT_SIGNATURE",
+    "IDS_SIGNATURE",
+    "RANK_SIGNATURE",
+    "SIGNATURE_INPUTS",
+    "rest_predict_body",
+    "rest_rank_body",
+    "rest_ids_body",
+    "decode_rest_body",
+    "encode_rest_response",
+    "parse_rest_response",
+    "grpc_predict_request",
+    "grpc_rank_request",
+    "grpc_ids_request",
+    "request_to_feeds",
+    "parse_predict_response",
+    "warmup_requests",
+    "write_warmup_file",
+    "read_warmup_file",
+    "model_config_text",
+    "write_model_config",
+    "WARMUP_FILE",
+]
+
+DEFAULT_SIGNATURE = "serving_default"
+IDS_SIGNATURE = "serve_ids"
+RANK_SIGNATURE = "rank"
+
+SIGNATURE_INPUTS = {
+    DEFAULT_SIGNATURE: {"question": ("string", [None]), "answer": ("string", [None])},
+    IDS_SIGNATURE: {"question": ("int32", [None, None]), "answer": ("int32", [None, None])},
+    RANK_SIGNATURE: {"question": ("string", []), "answers": ("string", [None])},
+}
+"""The inputs of each exported signature: name -> (dtype name, shape with None for any size)."""
+
+WARMUP_FILE = "assets.extra/tf_serving_warmup_requests"
+"""Where TF Serving looks for warmup requests, relative to a version folder."""
+
+_SERVING_EXTRA = "pip install keras-match[serving]"
+
+
+def _serving_apis():
+    """`(predict_pb2, prediction_log_pb2)` from tensorflow-serving-api, or a clear ImportError."""
+    try:
+        from tensorflow_serving.apis import predict_pb2, prediction_log_pb2
+    except ImportError as error:
+        raise ImportError(
+            f"TF Serving requests need the tensorflow-serving-api package: {_SERVING_EXTRA} ({error})"
+        ) from error
+    return predict_pb2, prediction_log_pb2
+
+
+def _texts(values, what):
+    if isinstance(values, (str, bytes)):
+        raise TypeError(f"{what} must be a list of texts, not a single string")
+    values = list(values)
+    for i, value in enumerate(values):
+        if not isinstance(value, (str, bytes)):
+            raise TypeError(f"{what}[{i}] is {type(value).__name__}, not str")
+    return values
+
+
+def _json_text(value):
+    """A JSON value for one text: the string itself, or `{"b64": ...}` for bytes that are not UTF-8."""
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            return {"b64": base64.b64encode(value).decode("ascii")}
+    return value
+
+
+def _pairs(questions, answers):
+    questions, answers = _texts(questions, "questions"), _texts(answers, "answers")
+    if len(questions) != len(answers):
+        raise ValueError(
+            f"questions and answers must have the same length, got {len(questions)} and {len(answers)}"
+        )
+    return questions, answers
+
+
+# ----------------------------------------------------------------------------------------------------- REST
+
+
+def rest_predict_body(questions, answers, signature_name=DEFAULT_SIGNATURE):
+    """The REST `:predict` body scoring question/answer pairs (row format).
+
+    Args:
+        questions: list of `str` (or `bytes`), one per pair.
+        answers: list of `str` (or `bytes`), as long as `questions`.
+        signature_name: the text signature, `"serving_default"`.
+
+    Returns:
+        dict `{"signature_name": ..., "instances": [{"question": q, "answer": a}, ...]}`, ready for
+        `json.dumps`. Bytes that are not UTF-8 are sent as `{"b64": ...}`, as TF Serving expects.
+
+    Raises:
+        ValueError: `questions` and `answers` differ in length.
+        TypeError: an item is not a text, or a single string is given instead of a list.
+    """
+    questions, answers = _pairs(questions, answers)
+    return {
+        "signature_name": signature_name,
+        "instances": [{"question": _json_text(q), "answer": _json_text(a)} for q, a in zip(questions, answers)],
+    }
+
+
+def rest_rank_body(question, answers):
+    """The REST `:predict` body ranking candidate answers for one question (columnar format).
+
+    The `rank` signature's `question` is a scalar, so the row format (which needs a batch dimension on every
+    input) cannot express it; the columnar `"inputs"` format can.
+
+    Args:
+        question: one text (`str` or `bytes`).
+        answers: list of candidate texts.
+
+    Returns:
+        dict `{"signature_name": "rank", "inputs": {"question": q, "answers": [...]}}`.
+    """
+    if not isinstance(question, (str, bytes)):
+        raise TypeError(f"question must be one text, got {type(question).__name__}")
+    answers = _texts(answers, "answers")
+    return {
+        "signature_name": RANK_SIGNATURE,
+        "inputs": {"question": _json_text(question), "answers": [_json_text(a) for a in answers]},
+    }
+
+
+def rest_ids_body(question_ids, answer_ids):
+    """The REST `:predict` body of the `serve_ids` signature (row format).
+
+    Args:
+        question_ids: int array-like `[batch, lq]` (0 = padding).
+        answer_ids: int array-like `[batch, la]`.
+
+    Returns:
+        dict `{"signature_name": "serve_ids", "instances": [{"question": [...], "answer": [...]}, ...]}`.
+    """
+    q, a = np.asarray(question_ids), np.asarray(answer_ids)
+    if q.ndim != 2 or a.ndim != 2 or len(q) != len(a):
+        raise ValueError(f"expected id matrices [batch, length] with the same batch, got {q.shape} and {a.shape}")
+    return {
+        "signature_name": IDS_SIGNATURE,
+        "instances": [{"question": qi.tolist(), "answer": ai.tolist()} for qi, ai in zip(q, a)],
+    }
+
+
+def _dtype_name(dtype):
+    name = getattr(dtype, "name", None) or str(dtype)
+    return {"str": "string", "object": "string", "bytes": "string"}.get(name, name)
+
+
+def _is_b64(value):
+    return isinstance(value, dict) and set(value) == {"b64"}
+
+
+def _shape_of(value, where):
+    """The shape of a nested JSON list, checking that it is rectangular."""
+    if isinstance(value, list):
+        if not value:
+            return (0,)
+        shapes = {_shape_of(v, where) for v in value}
+        if len(shapes) != 1:
+            raise ValueError(f"{where}: the nested lists are not rectangular (rows of different shapes)")
+        return (len(value),) + shapes.pop()
+    if isinstance(value, dict) and not _is_b64(value):
+        raise ValueError(f"{where}: an object where a value was expected")
+    return ()
+
+
+def _leaf(value, dtype, where):
+    if dtype == "string":
+        if _is_b64(value):
+            try:
+                return base64.b64decode(value["b64"], validate=True)
+            except ValueError as error:
+                raise ValueError(f"{where}: invalid base64 ({error})") from None
+        if isinstance(value, str):
+            return value.encode("utf-8")
+        raise ValueError(f"{where}: expected a string for a DT_STRING input, got {type(value).__name__}")
+    if _is_b64(value):
+        raise ValueError(f"{where}: {{\"b64\": ...}} is only valid for DT_STRING inputs, not {dtype}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{where}: expected a number for a {dtype} input, got {type(value).__name__}")
+    if dtype.startswith("int") or dtype.startswith("uint"):
+        if float(value) != int(value):
+            raise ValueError(f"{where}: {value!r} is not an integer ({dtype} input)")
+        info = np.iinfo(dtype)
+        if not info.min <= int(value) <= info.max:
+            raise ValueError(f"{where}: {value!r} is out of range for {dtype}")
+        return int(value)
+    return float(value)
+
+
+def _to_array(value, dtype, where):
+    def convert(v):
+        return [convert(x) for x in v] if isinstance(v, list) else _leaf(v, dtype, where)
+
+    converted = convert(value)
+    shape = _shape_of(value, where)
+    if dtype == "string":
+        array = np.empty(shape, dtype=object)
+        array[...] = converted
+        return array
+    return np.asarray(converted, dtype=dtype).reshape(shape)
+
+
+def decode_rest_body(body, inputs):
+    """Decode a REST `:predict` body into the signature's input arrays, following TF Serving's rules.
+
+    Row format: `"instances"` is a list with one entry per example; for a signature with several inputs each
+    entry is an object naming every input, and the input tensor is the stack of the entries' values (shape
+    `[len(instances)] + value shape`; every entry must have the same keys and value shapes). Columnar format:
+    `"inputs"` is an object mapping input names to (nested lists of) values, used as they are (a JSON scalar
+    gives a scalar tensor); with a single input it may be the value itself. Strings are UTF-8 encoded;
+    `{"b64": "..."}` gives raw bytes (DT_STRING only); numbers must fit the input's dtype.
+
+    Args:
+        body: the request, a `dict` or its JSON text.
+        inputs: the signature's inputs, `{name: dtype}` or `{name: (dtype, shape)}` (dtype: a name such as
+            `"string"`/`"int32"`, a numpy or a `tf.DType`), e.g. `SIGNATURE_INPUTS["serving_default"]`.
+
+    Returns:
+        dict input name -> numpy array (`dtype=object` holding `bytes` for strings).
+
+    Raises:
+        ValueError: the body is malformed, has both or neither of `instances`/`inputs`, names unknown inputs,
+            misses one, or holds values that do not fit (the message says which, like the server's 400 error).
+    """
+    if isinstance(body, (str, bytes)):
+        body = json.loads(body)
+    if not isinstance(body, dict):
+        raise ValueError("the request body must be a JSON object")
+    specs = {name: _dtype_name(spec[0] if isinstance(spec, tuple) else spec) for name, spec in inputs.items()}
+    has_rows, has_columns = "instances" in body, "inputs" in body
+    if has_rows == has_columns:
+        raise ValueError("the request must have exactly one of the keys 'instances' (row format) and 'inputs' "
+                         "(columnar format)")
+    if has_rows:
+        rows = body["instances"]
+        if not isinstance(rows, list):
+            raise ValueError("'instances' must be a list")
+        named = any(isinstance(r, dict) and not _is_b64(r) for r in rows)
+        if not named:
+            if len(specs) != 1:
+                raise ValueError(f"the signature has {len(specs)} inputs {sorted(specs)}: each instance must be an "
+                                 "object naming them")
+            (name, dtype), = specs.items()
+            return {name: _to_array(rows, dtype, f"instances ({name})")}
+        if not rows:
+            raise ValueError("'instances' is empty")
+        keys = None
+        for i, row in enumerate(rows):
+            if not isinstance(row, dict) or _is_b64(row):
+                raise ValueError(f"instances[{i}]: expected an object naming the inputs")
+            if keys is None:
+                keys = set(row)
+            elif set(row) != keys:
+                raise ValueError(f"instances[{i}] has keys {sorted(row)}, instances[0] has {sorted(keys)}: every "
+                                 "instance must name the same inputs")
+        columns = {name: [row[name] for row in rows] for name in keys}
+        for name, values in columns.items():
+            shapes = {_shape_of(v, f"instances ({name})") for v in values}
+            if len(shapes) != 1:
+                raise ValueError(f"input {name!r}: the instances' values have different shapes {sorted(shapes)}")
+    else:
+        columns = body["inputs"]
+        if not isinstance(columns, dict) or _is_b64(columns):
+            if len(specs) != 1:
+                raise ValueError(f"the signature has {len(specs)} inputs {sorted(specs)}: 'inputs' must be an "
+                                 "object naming them")
+            columns = {next(iter(specs)): columns}
+    unknown = sorted(set(columns) - set(specs))
+    if unknown:
+        raise ValueError(f"input(s) {unknown} not in the signature, whose inputs are {sorted(specs)}")
+    missing = sorted(set(specs) - set(columns))
+    if missing:
+        raise ValueError(f"the request misses input(s) {missing} of the signature")
+    return {name: _to_array(value, specs[name], f"inputs ({name})") for name, value in columns.items()}
+
+
+def _json_value(array):
+    array = np.asarray(array)
+    if array.dtype == object or array.dtype.kind == "S":
+        return np.vectorize(lambda b: _json_text(b), otypes=[object])(array).tolist() if array.size else []
+    return array.tolist()
+
+
+def encode_rest_response(outputs, row_format=True):
+    """The JSON response TF Serving sends for a signature's outputs.
+
+    Row format (request had `"instances"`): `{"predictions": [...]}`, one entry per example; with a single
+    output the entries are its values, else objects naming the outputs (all outputs must share the batch size).
+    Columnar format (`"inputs"`): `{"outputs": value}` for a single output, else `{"outputs": {name: value}}`.
+
+    Args:
+        outputs: dict output name -> array (numpy or `tf.Tensor`).
+        row_format: whether the request used `"instances"`.
+
+    Returns:
+        A JSON-serializable dict.
+
+    Raises:
+        ValueError: row format with outputs of different batch sizes.
+    """
+    arrays = {name: np.asarray(value) for name, value in outputs.items()}
+    if not row_format:
+        values = {name: _json_value(a) for name, a in arrays.items()}
+        return {"outputs": next(iter(values.values())) if len(values) == 1 else values}
+    sizes = {name: (a.shape[0] if a.ndim else None) for name, a in arrays.items()}
+    if None in sizes.values() or len(set(sizes.values())) != 1:
+        raise ValueError(f"row format needs outputs with one batch size, got {sizes}; use the 'inputs' format")
+    if len(arrays) == 1:
+        return {"predictions": _json_value(next(iter(arrays.values())))}
+    columns = {name: _json_value(a) for name, a in arrays.items()}
+    n = next(iter(sizes.values()))
+    return {"predictions": [{name: columns[name][i] for name in columns} for i in range(n)]}
+
+
+def parse_rest_response(response, output_names=None):
+    """Read a REST `:predict` response into numpy arrays.
+
+    Args:
+        response: the response, a dict or its JSON text.
+        output_names: the signature's output names in order; needed only to name the single output of a
+            one-output signature (default `["score"]`, the text and id signatures' output).
+
+    Returns:
+        dict output name -> numpy array (`"score"` float32 [batch] for `serving_default` and `serve_ids`;
+        `"scores"` float32 [n] and `"order"` int32 [n] for `rank`).
+
+    Raises:
+        ValueError: the server returned an error (`{"error": ...}`) or an unexpected body.
+    """
+    if isinstance(response, (str, bytes)):
+        response = json.loads(response)
+    if "error" in response:
+        raise ValueError(f"TF Serving error: {response['error']}")
+    names = list(output_names or ["score"])
+    if "predictions" in response:
+        rows = response["predictions"]
+        if rows and isinstance(rows[0], dict):
+            values = {name: [row[name] for row in rows] for name in rows[0]}
+        else:
+            values = {names[0]: rows}
+    elif "outputs" in response:
+        outputs = response["outputs"]
+        values = outputs if isinstance(outputs, dict) else {names[0]: outputs}
+    else:
+        raise ValueError(f"unexpected TF Serving response keys {sorted(response)}")
+    dtypes = {"order": np.int32}
+    return {name: np.asarray(value, dtype=dtypes.get(name, np.float32)) for name, value in values.items()}
+
+
+# ----------------------------------------------------------------------------------------------------- gRPC
+
+
+def _tensor_proto(value, dtype=None):
+    import tensorflow as tf
+
+    return tf.make_tensor_proto(value, dtype=dtype)
+
+
+def _text_array(texts):
+    array = np.empty(len(texts), dtype=object)
+    array[:] = [t.encode("utf-8") if isinstance(t, str) else t for t in texts]
+    return array
+
+
+def _predict_request(model_name, signature_name, version, inputs):
+    predict_pb2, _ = _serving_apis()
+    request = predict_pb2.PredictRequest()
+    request.model_spec.name = model_name
+    request.model_spec.signature_name = signature_name
+    if version is not None:
+        request.model_spec.version.value = int(version)
+    for name, proto in inputs.items():
+        request.inputs[name].CopyFrom(proto)
+    return request
+
+
+def grpc_predict_request(questions, answers, model_name, signature_name=DEFAULT_SIGNATURE,
+                         version=None):
+    """A gRPC `PredictRequest` scoring question/answer pairs through the `serving_default` signature.
+
+    Args:
+        questions: list of texts, one per pair.
+        answers: list of texts, as long as `questions`.
+        model_name: the model's name on the server (`--model_name` / `model_config_list` name).
+        signature_name: the text signature.
+        version: optional int, a specific version (default: the server's latest).
+
+    Returns:
+        `tensorflow_serving.apis.predict_pb2.PredictRequest` with DT_STRING inputs `question` [batch] and
+        `answer` [batch].
+
+    Raises:
+        ImportError: tensorflow-serving-api is not installed (`pip install keras-match[serving]`).
+        ValueError: `questions` and `answers` differ in length.
+    """
+    questions, answers = _pairs(questions, answers)
+    inputs = {
+        "question": _tensor_proto(_text_array(questions), "string"),
+        "answer": _tensor_proto(_text_array(answers), "string"),
+    }
+    return _predict_request(model_name, signature_name, version, inputs)
+
+
+def grpc_rank_request(question, answers, model_name, version=None):
+    """A gRPC `PredictRequest` for the `rank` signature: one question, `n` candidate answers.
+
+    Returns:
+        `PredictRequest` with DT_STRING inputs `question` (a scalar) and `answers` [n].
+
+    Raises:
+        ImportError: tensorflow-serving-api is not installed.
+    """
+    if not isinstance(question, (str, bytes)):
+        raise TypeError(f"question must be one text, got {type(question).__name__}")
+    answers = _texts(answers, "answers")
+    text = question.encode("utf-8") if isinstance(question, str) else question
+    inputs = {
+        "question": _tensor_proto(np.array(text, dtype=object), "string"),
+        "answers": _tensor_proto(_text_array(answers), "string"),
+    }
+    return _predict_request(model_name, RANK_SIGNATURE, version, inputs)
+
+
+def grpc_ids_request(question_ids, answer_ids, model_name, version=None):
+    """A gRPC `PredictRequest` for the `serve_ids` signature (int32 id matrices, 0 = padding)."""
+    inputs = {
+        "question": _tensor_proto(np.asarray(question_ids, dtype=np.int32)),
+        "answer": _tensor_proto(np.asarray(answer_ids, dtype=np.int32)),
+    }
+    return _predict_request(model_name, IDS_SIGNATURE, version, inputs)
+
+
+def request_to_feeds(request):
+    """The signature inputs a model server feeds for a `PredictRequest`: `{name: numpy array}`.
+
+    Call the loaded signature with them: `loaded.signatures[request.model_spec.signature_name or
+    "serving_default"](**{k: tf.constant(v) for k, v in feeds.items()})`.
+    """
+    import tensorflow as tf
+
+    return {name: tf.make_ndarray(proto) for name, proto in request.inputs.items()}
+
+
+def parse_predict_response(response):
+    """A `PredictResponse`'s outputs as `{name: numpy array}`."""
+    import tensorflow as tf
+
+    return {name: tf.make_ndarray(proto) for name, proto in response.outputs.items()}
+
+
+# --------------------------------------------------------------------------------------------------- warmup
+
+_WARMUP_QUESTIONS = ["who wrote hamlet ?", "When was the Teapot Dome scandal?"]
+_WARMUP_ANSWERS = ["Hamlet was written by William Shakespeare .", "The scandal broke in 1923 ."]
+
+
+def warmup_requests(model_name="model", max_question_length=8, max_answer_length=8, large_batch=None):
+    """A few `PredictionLog` records, one per signature, that TF Serving replays before serving a version.
+
+    Args:
+        model_name: written into each request's `model_spec.name` (the server ignores it during warmup).
+        max_question_length, max_answer_length: lengths of the id matrices of the `serve_ids` request.
+        large_batch: optional int, add a `serving_default` request of this many pairs (to warm the path
+            that scores requests larger than one chunk, see `keras_match.export.CHUNK_SIZE`).
+
+    Returns:
+        list of `tensorflow_serving.apis.prediction_log_pb2.PredictionLog`.
+
+    Raises:
+        ImportError: tensorflow-serving-api is not installed (`pip install keras-match[serving]`).
+    """
+    _, prediction_log_pb2 = _serving_apis()
+    question_ids = np.zeros((2, max_question_length), np.int32)
+    answer_ids = np.zeros((2, max_answer_length), np.int32)
+    question_ids[:, : min(3, max_question_length)] = 1
+    answer_ids[:, : min(5, max_answer_length)] = 1
+    requests = [
+        grpc_predict_request(_WARMUP_QUESTIONS, _WARMUP_ANSWERS, model_name),
+        grpc_rank_request(_WARMUP_QUESTIONS[0], _WARMUP_ANSWERS + ["", "Shakespeare"], model_name),
+        grpc_ids_request(question_ids, answer_ids, model_name),
+    ]
+    if large_batch:
+        n = int(large_batch)
+        requests.append(grpc_predict_request((_WARMUP_QUESTIONS * n)[:n], (_WARMUP_ANSWERS * n)[:n], model_name))
+    records = []
+    for request in requests:
+        record = prediction_log_pb2.PredictionLog()
+        record.predict_log.request.CopyFrom(request)
+        records.append(record)
+    return records
+
+
+def write_warmup_file(version_dir, records):
+    """Write `records` to `version_dir/assets.extra/tf_serving_warmup_requests` (a TFRecord file).
+
+    Returns:
+        pathlib.Path of the file.
+    """
+    import tensorflow as tf
+
+    path = pathlib.Path(version_dir) / WARMUP_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for record in records:
+            writer.write(record.SerializeToString())
+    return path
+
+
+def read_warmup_file(path):
+    """The `PredictionLog` records of a warmup file (a version folder or the file itself)."""
+    import tensorflow as tf
+
+    _, prediction_log_pb2 = _serving_apis()
+    path = pathlib.Path(path)
+    if path.is_dir():
+        path = path / WARMUP_FILE
+    records = []
+    for raw in tf.data.TFRecordDataset(str(path)).as_numpy_iterator():
+        record = prediction_log_pb2.PredictionLog()
+        record.ParseFromString(raw)
+        records.append(record)
+    return records
+
+
+# ------------------------------------------------------------------------------------------- model config
+
+_MODEL_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+
+
+def model_config_text(models, versions=None):
+    """The text-format `ModelServerConfig` (`model_config_list`) serving several models.
+
+    Args:
+        models: dict model name -> base path as the *server* sees it (e.g. `/models/mcan_fm` inside the
+            tensorflow/serving container), the folder holding the integer version folders.
+        versions: optional dict model name -> list of ints: serve exactly these versions
+            (`model_version_policy { specific { versions: ... } }`); default: the latest version.
+
+    Returns:
+        str, the file's text (parse it with `google.protobuf.text_format` into
+        `tensorflow_serving.config.model_server_config_pb2.ModelServerConfig`).
+
+    Raises:
+        ValueError: no model, an invalid model name, an empty or relative-looking empty base path, or
+            `versions` naming an unknown model or a non-positive version.
+    """
+    if not models:
+        raise ValueError("give at least one model")
+    versions = dict(versions or {})
+    unknown = sorted(set(versions) - set(models))
+    if unknown:
+        raise ValueError(f"versions given for unknown model(s) {unknown}")
+    lines = ["model_config_list {"]
+    for name, base_path in models.items():
+        if not isinstance(name, str) or not _MODEL_NAME.fullmatch(name):
+            raise ValueError(f"invalid model name {name!r}: use letters, digits, '_', '.', '-'")
+        base_path = os.fspath(base_path)
+        if not base_path:
+            raise ValueError(f"model {name!r}: empty base path")
+        lines += ["  config {", f"    name: {json.dumps(name)}", f"    base_path: {json.dumps(base_path)}",
+                  '    model_platform: "tensorflow"']
+        if name in versions:
+            chosen = [int(v) for v in versions[name]]
+            if not chosen or min(chosen) < 1:
+                raise ValueError(f"model {name!r}: versions must be positive integers, got {versions[name]!r}")
+            lines.append("    model_version_policy { specific { "
+                         + " ".join(f"versions: {v}" for v in chosen) + " } }")
+        lines.append("  }")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def write_model_config(models, path, versions=None):
+    """Write the `model_config_list` file for `tensorflow_model_server --model_config_file=PATH`.
+
+    Args:
+        models: dict model name -> base path as the server sees it.
+        path: the file to write (its folder is created).
+        versions: see `model_config_text`.
+
+    Returns:
+        pathlib.Path of the written file.
+
+    Raises:
+        ValueError: see `model_config_text`.
+    """
+    path = pathlib.Path(path)
+    text = model_config_text(models, versions)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)  # the server polls the file: never let it read half of one
+    return path

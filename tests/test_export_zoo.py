@@ -1,0 +1,362 @@
+"""Every zoo entry exports for TensorFlow Serving and ONNX, verified by loading the exports back.
+
+Parametrized over `keras_match.zoo.names()`: a model added to the zoo is covered without new test code. Each
+entry is built small (widths shrunk generically, see `small_overrides`) with random weights that spread the
+scores, exported with `keras_match.export.saved_model` and `to_onnx`; ONE fresh Python process (importing only
+tensorflow_text, tensorflow and `keras_match.serving`, as a model server would) loads every export and calls
+every signature, directly, through REST bodies, gRPC requests and the warmup records, on tricky inputs. The
+parent compares with the Keras model scoring the same pairs the way training does (`Run.score`).
+"""
+
+import base64
+import json
+import re
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from keras_match import export, text, training, zoo
+
+NAMES = zoo.names()
+
+WORDS = ("who wrote hamlet the cat sat on mat when was teapot dome scandal broke in 1923 . ? , shakespeare "
+         "william play a an of is to and zürich café 日 本 what where how many people live city river").split()
+OOV = ["zzqx", "qqzx", "vvkw", "xyzzy", "blorf"]
+LONG = " ".join(WORDS[i % len(WORDS)] for i in range(500))  # longer than any truncation length
+TRICKY_QUESTIONS = ["Who wrote Hamlet?", "", "zzqx qqzx vvkw", LONG,
+                    "Zürich café: qui a écrit « Hamlet » ? 日本 😀", "   \t ", b"caf\xe9 \xff\xfe hamlet",
+                    "the cat sat on the mat ."]
+TRICKY_ANSWERS = ["Hamlet was written by William Shakespeare .", "the cat", "", "blorf xyzzy", LONG,
+                  "Ünïcödé ✓ 日本", "hamlet", b"\xc3\xa9t\xc3\xa9 \x80"]
+RANK_QUESTION = "who wrote hamlet ?"
+RANK_ANSWERS = ["Shakespeare wrote Hamlet .", "", "zzqx", "the cat sat", "Shakespeare wrote Hamlet .", LONG,
+                "日本 café", "hamlet hamlet hamlet"]
+MANY = 3000
+
+SMALL_WIDTH = 8
+SMALL_FACTORS = 2
+_WIDTH_SETTING = re.compile(r"(^|_)(units|dim|filters|channels|hidden|size)$")
+_FACTOR_SETTING = re.compile(r"(^|_)(factors|rank)$")
+_KEEP = {"vocab_size", "kernel_size", "pool_size", "window_size", "batch_size"}
+
+
+def small_overrides(name):
+    """Overrides that make zoo entry `name` small: integer width settings (`*_units`, `*_dim`, `*filters`,
+    `*_size` ...) capped at 8, factor counts at 2; depth, kernel sizes and the rest kept as the paper sets them."""
+    overrides = {}
+    for key, value in zoo.describe(name)["model"].items():
+        if key in _KEEP or isinstance(value, bool) or not isinstance(value, int):
+            continue
+        if _WIDTH_SETTING.search(key):
+            overrides[key] = min(value, SMALL_WIDTH)
+        elif _FACTOR_SETTING.search(key):
+            overrides[key] = min(value, SMALL_FACTORS)
+    return overrides
+
+
+def randomize(model, seed):
+    """Random weights (std 0.5) so untrained scores spread over (0, 1) instead of sitting at 0.5."""
+    rng = np.random.default_rng(seed)
+    for weight in model.weights:
+        if not str(weight.dtype).startswith("float"):
+            continue
+        values = rng.normal(0.0, 0.5, size=tuple(weight.shape)).astype(str(weight.dtype))
+        if "variance" in weight.path:
+            values = np.abs(values) + 0.5
+        weight.assign(values)
+
+
+def many_pairs(seed=0):
+    """`MANY` pairs of random lengths (0 to 90 words) mixing vocabulary and unknown words and the tricky texts."""
+    rng = np.random.default_rng(seed)
+    pool = WORDS + OOV
+    questions, answers = [], []
+    for i in range(MANY):
+        if i % 97 == 0:
+            questions.append(TRICKY_QUESTIONS[i % len(TRICKY_QUESTIONS)])
+            answers.append(TRICKY_ANSWERS[(i // 7) % len(TRICKY_ANSWERS)])
+            continue
+        questions.append(" ".join(rng.choice(pool, size=rng.integers(0, 50))))
+        answers.append(" ".join(rng.choice(pool, size=rng.integers(0, 90))))
+    return questions, answers
+
+
+def _b64(texts):
+    return [base64.b64encode(t if isinstance(t, bytes) else t.encode("utf-8")).decode("ascii") for t in texts]
+
+
+CHILD = textwrap.dedent(
+    """
+    import base64, json, sys
+    import tensorflow_text  # noqa: F401  (registers the tokenizer ops, as the TF Serving binary links them)
+    import numpy as np
+    import tensorflow as tf
+    from tensorflow_serving.apis import predict_pb2
+    from keras_match import serving
+
+    spec = json.load(open(sys.argv[1]))
+    texts = lambda values: [base64.b64decode(v) for v in values]
+    cases = {name: (texts(c["questions"]), texts(c["answers"])) for name, c in spec["cases"].items()}
+    rank_question, rank_answers = texts([spec["rank"]["question"]])[0], texts(spec["rank"]["answers"])
+
+    def call(signature, **inputs):
+        return {k: v.numpy().tolist() for k, v in signature(**{k: tf.constant(v) for k, v in inputs.items()}).items()}
+
+    def error_of(signature, **inputs):
+        try:
+            call(signature, **inputs)
+        except Exception as error:
+            return [type(error).__name__, str(error)]
+        return None
+
+    def wire_grpc(signature, request):
+        request = predict_pb2.PredictRequest.FromString(request.SerializeToString())
+        outputs = signature(**{k: tf.constant(v) for k, v in serving.request_to_feeds(request).items()})
+        response = predict_pb2.PredictResponse()
+        for name, value in outputs.items():
+            response.outputs[name].CopyFrom(tf.make_tensor_proto(value.numpy()))
+        response = predict_pb2.PredictResponse.FromString(response.SerializeToString())
+        return {k: v.tolist() for k, v in serving.parse_predict_response(response).items()}
+
+    def wire_rest(signature, body):
+        body = json.loads(json.dumps(body))
+        inputs = {k: s.dtype for k, s in signature.structured_input_signature[1].items()}
+        feeds = serving.decode_rest_body(body, inputs)
+        outputs = signature(**{k: tf.constant(v) for k, v in feeds.items()})
+        response = json.loads(json.dumps(serving.encode_rest_response(outputs, "instances" in body)))
+        names = sorted(signature.structured_outputs)
+        return {k: v.tolist() for k, v in serving.parse_rest_response(response, names).items()}
+
+    results = {}
+    for name, path in spec["models"].items():
+        loaded = tf.saved_model.load(path)
+        sigs = loaded.signatures
+        text_sig, ids_sig, rank_sig = sigs["serving_default"], sigs["serve_ids"], sigs["rank"]
+        out = {"signatures": sorted(sigs), "text": {}, "ids": {}}
+        for case, (questions, answers) in cases.items():
+            out["text"][case] = call(text_sig, question=questions, answer=answers)["score"]
+        for case, ids in spec["ids"][name].items():
+            out["ids"][case] = call(ids_sig, question=np.array(ids["question"], np.int32),
+                                    answer=np.array(ids["answer"], np.int32))["score"]
+        out["rank"] = call(rank_sig, question=rank_question, answers=rank_answers)
+        out["rank_empty"] = call(rank_sig, question=rank_question, answers=tf.constant([], tf.string))
+        out["text_empty"] = call(text_sig, question=tf.constant([], tf.string), answer=tf.constant([], tf.string))
+        tq, ta = cases["tricky"]
+        out["mismatch_text"] = error_of(text_sig, question=tq[:3], answer=ta[:2])
+        ids = spec["ids"][name]["tricky"]
+        out["mismatch_ids"] = error_of(ids_sig, question=np.array(ids["question"][:3], np.int32),
+                                       answer=np.array(ids["answer"][:2], np.int32))
+        out["rest_text"] = wire_rest(text_sig, serving.rest_predict_body(tq, ta))["score"]
+        out["rest_rank"] = wire_rest(rank_sig, serving.rest_rank_body(rank_question, rank_answers))
+        out["rest_ids"] = wire_rest(ids_sig, serving.rest_ids_body(ids["question"], ids["answer"]))["score"]
+        out["grpc_text"] = wire_grpc(text_sig, serving.grpc_predict_request(tq, ta, name))["score"]
+        out["grpc_rank"] = wire_grpc(rank_sig, serving.grpc_rank_request(rank_question, rank_answers, name))
+        out["warmup"] = []
+        for record in serving.read_warmup_file(path):
+            request = record.predict_log.request
+            signature = sigs[request.model_spec.signature_name or "serving_default"]
+            outputs = signature(**{k: tf.constant(v) for k, v in serving.request_to_feeds(request).items()})
+            out["warmup"].append([request.model_spec.signature_name,
+                                  {k: v.numpy().tolist() for k, v in outputs.items()}])
+        results[name] = out
+    results["keras_match_modules"] = sorted(m for m in sys.modules if m.startswith("keras_match"))
+    json.dump(results, open(sys.argv[2], "w"))
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def exports(tmp_path_factory):
+    """Each zoo entry built small with random weights, exported as SavedModel + ONNX: name -> dict."""
+    root = tmp_path_factory.mktemp("zoo_export")
+    encoder = text.TextEncoder(WORDS)
+    made = {}
+    for seed, name in enumerate(NAMES):
+        preset = zoo.describe(name)["training"]
+        model = zoo.load(name, vocab_size=encoder.vocab_size, compile=False, **small_overrides(name))
+        randomize(model, seed)
+        run = training.Run(model=model, encoder=encoder, config={
+            "zoo": name,
+            "max_question_length": preset["max_question_length"],
+            "max_answer_length": preset["max_answer_length"],
+        })
+        version_dir = export.saved_model(run, root / name)
+        made[name] = {"run": run, "version_dir": version_dir, "onnx": export.to_onnx(version_dir)}
+    return made
+
+
+def _cases():
+    many_q, many_a = many_pairs()
+    return {
+        "tricky": (TRICKY_QUESTIONS, TRICKY_ANSWERS),
+        "one": (TRICKY_QUESTIONS[:1], TRICKY_ANSWERS[:1]),
+        "many": (many_q, many_a),
+    }
+
+
+def _ids(run, questions, answers):
+    return training.encode_pairs(run.encoder, questions, answers, run.max_question_length, run.max_answer_length)
+
+
+@pytest.fixture(scope="module")
+def expected(exports):
+    """The Keras model's scores (the training code path, `Run.score`) for every case: name -> case -> [n]."""
+    cases = _cases()
+    out = {}
+    for name, made in exports.items():
+        run = made["run"]
+        out[name] = {case: run.score(q, a) for case, (q, a) in cases.items()}
+        out[name]["rank"] = run.score([RANK_QUESTION] * len(RANK_ANSWERS), RANK_ANSWERS)
+    return out
+
+
+@pytest.fixture(scope="module")
+def served(exports, tmp_path_factory):
+    """Every export loaded in ONE fresh Python process; the results of every signature and request format."""
+    work = tmp_path_factory.mktemp("zoo_served")
+    cases = _cases()
+    spec = {
+        "models": {name: str(made["version_dir"]) for name, made in exports.items()},
+        "cases": {case: {"questions": _b64(q), "answers": _b64(a)} for case, (q, a) in cases.items()},
+        "rank": {"question": _b64([RANK_QUESTION])[0], "answers": _b64(RANK_ANSWERS)},
+        "ids": {
+            name: {case: {k: v.tolist() for k, v in _ids(made["run"], *cases[case]).items()}
+                   for case in ("tricky", "many")}
+            for name, made in exports.items()
+        },
+    }
+    (work / "spec.json").write_text(json.dumps(spec))
+    (work / "child.py").write_text(CHILD)
+    proc = subprocess.run(
+        [sys.executable, str(work / "child.py"), str(work / "spec.json"), str(work / "out.json")],
+        capture_output=True, text=True, cwd=work,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads((work / "out.json").read_text())
+
+
+def test_small_overrides_shrink_widths_only():
+    overrides = small_overrides("mcan_fm")
+    assert overrides == {"embedding_dim": 8, "lstm_units": 8, "highway_units": 8, "fm_factors": 2}
+
+
+def test_the_child_process_needs_no_model_code(served):
+    assert served["keras_match_modules"] == ["keras_match", "keras_match.serving"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_tf_serving_layout(name, exports):
+    version_dir = exports[name]["version_dir"]
+    assert version_dir.name == "1"
+    assert (version_dir / "saved_model.pb").is_file()
+    assert (version_dir / "variables" / "variables.index").is_file()
+    assert (version_dir / "assets" / "vocabulary.txt").read_text(encoding="utf-8").split("\n")[:2] == WORDS[:2]
+    assert (version_dir / "assets.extra" / "tf_serving_warmup_requests").stat().st_size > 0
+    meta = export.read_metadata(version_dir)
+    assert (meta["max_question_length"], meta["max_answer_length"]) == (
+        exports[name]["run"].max_question_length, exports[name]["run"].max_answer_length)
+    assert meta["vocab_size"] == len(WORDS) + 2
+    assert sorted(p.name for p in version_dir.parent.iterdir()) == ["1", "onnx"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_raw_text_signature_matches_keras(name, served, expected):
+    assert served[name]["signatures"] == ["rank", "serve_ids", "serving_default"]
+    spread = np.ptp(expected[name]["many"])
+    assert spread > 0.05, "random weights should spread the scores, or the comparison proves little"
+    for case, scores in served[name]["text"].items():
+        scores = np.asarray(scores, np.float32)
+        assert scores.shape == expected[name][case].shape, case
+        assert np.isfinite(scores).all(), case
+        np.testing.assert_allclose(scores, expected[name][case], atol=1e-5, rtol=0, err_msg=case)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_truncation_is_the_training_truncation(name, exports, served, expected):
+    """Text past the truncation length must not change a score, in the graph as in training."""
+    run = exports[name]["run"]
+    words = LONG.split()
+    cut_q = " ".join(words[: run.max_question_length])
+    longer = run.score([LONG, cut_q], [TRICKY_ANSWERS[0]] * 2)
+    assert longer[0] == pytest.approx(longer[1], abs=1e-6)
+    tricky = dict(zip(TRICKY_QUESTIONS, served[name]["text"]["tricky"]))
+    assert tricky[LONG] == pytest.approx(float(expected[name]["tricky"][TRICKY_QUESTIONS.index(LONG)]), abs=1e-5)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_id_signature_matches_keras(name, served, expected):
+    for case in ("tricky", "many"):
+        np.testing.assert_allclose(served[name]["ids"][case], expected[name][case], atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_rank_scores_and_orders_candidates(name, served, expected):
+    ranked = served[name]["rank"]
+    scores, order = np.asarray(ranked["scores"], np.float32), ranked["order"]
+    np.testing.assert_allclose(scores, expected[name]["rank"], atol=1e-5, rtol=0)
+    assert order == np.argsort(-scores, kind="stable").tolist()  # ties: lower index first
+    if scores[0] == scores[4]:  # two identical candidates: a tie keeps the input order
+        assert order.index(0) < order.index(4)
+    assert served[name]["rank_empty"] == {"scores": [], "order": []}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_an_empty_batch_gives_no_scores(name, served):
+    assert served[name]["text_empty"] == {"score": []}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_question_and_answer_counts_must_agree(name, served):
+    for key in ("mismatch_text", "mismatch_ids"):
+        error = served[name][key]
+        assert error is not None, f"{key}: a 3-question / 2-answer batch was accepted"
+        kind, message = error
+        assert kind == "InvalidArgumentError"
+        assert "question and answer must hold the same number" in message
+        assert re.search(r"\[3\].*\[2\]", message, re.S), message
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_rest_and_grpc_requests_reach_the_signatures(name, served, expected):
+    tricky = expected[name]["tricky"]
+    np.testing.assert_allclose(served[name]["rest_text"], tricky, atol=1e-5, rtol=0)
+    np.testing.assert_allclose(served[name]["rest_ids"], tricky, atol=1e-5, rtol=0)
+    np.testing.assert_allclose(served[name]["grpc_text"], tricky, atol=1e-5, rtol=0)
+    for key in ("rest_rank", "grpc_rank"):
+        np.testing.assert_allclose(served[name][key]["scores"], expected[name]["rank"], atol=1e-5, rtol=0)
+        assert served[name][key]["order"] == served[name]["rank"]["order"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_warmup_records_run_on_every_signature(name, served):
+    warmup = served[name]["warmup"]
+    assert sorted(signature for signature, _ in warmup) == ["rank", "serve_ids", "serving_default",
+                                                            "serving_default"]
+    sizes = []
+    for _, outputs in warmup:
+        for values in outputs.values():
+            assert len(values) > 0 and np.isfinite(values).all()
+            sizes.append(len(values))
+    assert max(sizes) > export.CHUNK_SIZE  # the path of requests larger than one chunk is warmed too
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_onnx_matches_keras(name, exports, expected):
+    import onnxruntime
+
+    made = exports[name]
+    result = made["onnx"]
+    assert result.opset <= export.MAX_ONNX_OPSET
+    assert result.max_abs_diff <= 1e-4
+    assert result.path == made["version_dir"].parent / "onnx" / "1" / "model.onnx"
+    session = onnxruntime.InferenceSession(str(result.path), providers=["CPUExecutionProvider"])
+    cases = _cases()
+    for case in ("tricky", "many"):
+        ids = _ids(made["run"], *cases[case])
+        (scores,) = session.run(["score"], {"question": ids["question"], "answer": ids["answer"]})
+        assert np.isfinite(scores).all()
+        np.testing.assert_allclose(scores, expected[name][case], atol=1e-4, rtol=0, err_msg=case)
+    assert (result.path.parent / "vocabulary.txt").read_text(encoding="utf-8").split("\n")[0] == WORDS[0]
