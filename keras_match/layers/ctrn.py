@@ -9,6 +9,7 @@ from keras_match.layers.masked_ops import split_pair_masks
 from keras_match.layers.qrnn import causal_windows
 from keras_match.layers.qrnn import check_units_and_kernel_size
 from keras_match.layers.qrnn import gate
+from keras_match.layers.qrnn import add_gate_weights
 from keras_match.layers.qrnn import gate_of_padding
 from keras_match.layers.qrnn import time_major_real
 
@@ -152,20 +153,7 @@ class CTRN(keras.layers.Layer):
 
     def build(self, input_shape):
         q_shape, _ = check_pair_shape(input_shape, self.name)
-        self.kernel = self.add_weight(
-            name="kernel",
-            shape=(self.kernel_size, q_shape[-1], 3 * self.units),
-            initializer=self.kernel_initializer,
-            regularizer=self.kernel_regularizer,
-        )
-        self.bias = None
-        if self.use_bias:
-            self.bias = self.add_weight(
-                name="bias",
-                shape=(3 * self.units,),
-                initializer=self.bias_initializer,
-                regularizer=self.bias_regularizer,
-            )
+        add_gate_weights(self, q_shape[-1])
 
     def call(self, inputs, mask=None):
         q, a = inputs

@@ -71,6 +71,26 @@ def gate_of_padding(kernel, bias, index):
     return GATE_ACTIVATIONS[index](tf.convert_to_tensor(bias)[index * units : (index + 1) * units])
 
 
+def add_gate_weights(layer, input_dim):
+    """Create the fused Z/F/O convolution weights of eq. 1 on `layer`: `kernel` [k, m, 3 * units] and, with
+    `use_bias`, `bias` [3 * units] (else `layer.bias = None`). QRNN and CTRN share this, so CTRN has exactly
+    QRNN's parameters."""
+    layer.kernel = layer.add_weight(
+        name="kernel",
+        shape=(layer.kernel_size, input_dim, 3 * layer.units),
+        initializer=layer.kernel_initializer,
+        regularizer=layer.kernel_regularizer,
+    )
+    layer.bias = None
+    if layer.use_bias:
+        layer.bias = layer.add_weight(
+            name="bias",
+            shape=(3 * layer.units,),
+            initializer=layer.bias_initializer,
+            regularizer=layer.bias_regularizer,
+        )
+
+
 def time_major_real(mask):
     """`[batch, time]` mask -> bool `[time, batch, 1]` (None stays None)."""
     return None if mask is None else tf.transpose(mask)[..., None]
@@ -172,20 +192,7 @@ class QRNN(keras.layers.Layer):
                 f"Layer {self.name} expects a rank-3 input [batch, time, dim] with a defined last dimension. "
                 f"Received input_shape={input_shape}"
             )
-        self.kernel = self.add_weight(
-            name="kernel",
-            shape=(self.kernel_size, input_shape[-1], 3 * self.units),
-            initializer=self.kernel_initializer,
-            regularizer=self.kernel_regularizer,
-        )
-        self.bias = None
-        if self.use_bias:
-            self.bias = self.add_weight(
-                name="bias",
-                shape=(3 * self.units,),
-                initializer=self.bias_initializer,
-                regularizer=self.bias_regularizer,
-            )
+        add_gate_weights(self, input_shape[-1])
 
     def call(self, inputs, mask=None):
         mask = as_bool_mask(mask)
