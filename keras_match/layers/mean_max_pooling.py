@@ -4,11 +4,11 @@ import keras
 from keras import ops
 
 from keras_match.layers.masked_ops import masked_max
-from keras_match.layers.masked_ops import masked_mean
+from keras_match.layers.temporal_mean_pooling import TemporalMeanPooling
 
 
 @keras.saving.register_keras_serializable(package="keras_match")
-class MeanMaxPooling(keras.layers.Layer):
+class MeanMaxPooling(TemporalMeanPooling):
     """Concatenated masked mean and masked max over time: `h = [mean_t h_t; max_t h_t]`.
 
     Implements the MeanMax operator of eq. 14 of Tay et al. (2018), which pools the LSTM hidden states
@@ -50,29 +50,13 @@ class MeanMaxPooling(keras.layers.Layer):
           section 2.4.1, eq. 14.
     """
 
-    def __init__(self, **kwargs):
-        super().__init__(**kwargs)
-        self.supports_masking = True
-
-    def build(self, input_shape):
-        if len(input_shape) != 3:
-            raise ValueError(
-                f"Layer {self.name} expects a rank-3 input [batch, time, dim]. Received input_shape={input_shape}"
-            )
+    # Input checks, masking and the masked mean come from `TemporalMeanPooling`; this layer adds the max.
 
     def call(self, inputs, mask=None):
-        if mask is not None:
-            mask = ops.expand_dims(ops.cast(mask, "bool"), -1)
-        mean = masked_mean(inputs, mask, axis=1)
-        maximum = masked_max(inputs, mask, axis=1)
+        mean = super().call(inputs, mask)
+        maximum = masked_max(inputs, self._feature_mask(mask), axis=1)
         return ops.concatenate([mean, maximum], axis=-1)
-
-    def compute_mask(self, inputs, mask=None):
-        return None
 
     def compute_output_shape(self, input_shape):
         dim = input_shape[-1]
         return (input_shape[0], None if dim is None else 2 * dim)
-
-    def get_config(self):
-        return super().get_config()

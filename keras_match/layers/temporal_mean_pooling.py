@@ -58,9 +58,12 @@ class TemporalMeanPooling(keras.layers.Layer):
             )
 
     def call(self, inputs, mask=None):
-        if mask is not None:
-            mask = ops.expand_dims(ops.cast(mask, "bool"), -1)
-        return masked_mean(inputs, mask, axis=1)
+        return masked_mean(inputs, self._feature_mask(mask), axis=1)
+
+    @staticmethod
+    def _feature_mask(mask):
+        """The `[batch, time]` padding mask as bool `[batch, time, 1]`, to broadcast over features."""
+        return None if mask is None else ops.expand_dims(ops.cast(mask, "bool"), -1)
 
     def compute_mask(self, inputs, mask=None):
         return None
