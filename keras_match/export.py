@@ -7,6 +7,7 @@ Layout written (the one TF Serving watches)::
         saved_model.pb
         variables/
         assets/vocabulary.txt         the vocabulary the in-graph tokenizer looks words up in
+        assets/document_frequencies.tsv   the overlap features' IDF counts (models with a `features` input)
         assets.extra/
           tf_serving_warmup_requests  PredictionLog records the server replays before taking traffic
           keras_match.json            export metadata: truncation lengths, vocabulary size, signatures
@@ -30,9 +31,12 @@ Signatures of the SavedModel:
   differ fail with `InvalidArgumentError` ("question and answer must hold the same number of texts"). An empty
   batch gives an empty `score` without calling the model.
 - `serve_ids`: `question` int32 [batch, lq], `answer` int32 [batch, la] token ids (0 = padding, 1 = unknown,
-  ids below the vocabulary size) -> `score` float32 [batch]. Different batch sizes fail the same way; the ids
-  go to the model as given (no empty-batch guard, so that the ONNX graph stays the model's graph).
-  This is the signature converted to ONNX.
+  ids below the vocabulary size) -> `score` float32 [batch]. Models that take the word-overlap features
+  (`ctrn`, `qrnn` on TrecQA) have a third input `features` float32 [batch, 4]
+  (`keras_match.features.OverlapFeatures` of the truncated texts; the text signatures compute them in the
+  graph from the run's document frequencies, saved as the asset `document_frequencies.tsv`). Different batch
+  sizes fail the same way; the inputs go to the model as given (no empty-batch guard, so that the ONNX graph
+  stays the model's graph). This is the signature converted to ONNX.
 - `rank`: `question` tf.string [] (one text), `answers` tf.string [n] -> `scores` float32 [n] (the scores of
   `serving_default` for each pair) and `order` int32 [n], the candidate indices by descending score; equal
   scores keep their input order (the lower index first). `n = 0` gives empty outputs.
@@ -126,12 +130,38 @@ def _same_batch(question, answer, what):
     )
 
 
+def _num_features(run: Run):
+    """The width of the model's `features` input (0 without one), checked against the run's overlap features."""
+    model, overlap = run.model, getattr(run, "overlap", None)
+    names = sorted(getattr(t, "name", "?") for t in model.inputs)
+    if names == ["answer", "question"]:
+        return 0
+    if names == ["answer", "features", "question"]:
+        from keras_match.features import FEATURE_NAMES
+
+        width = next(t.shape[-1] for t in model.inputs if t.name == "features")
+        if overlap is None or width != len(FEATURE_NAMES):
+            raise ValueError(
+                f"model {model.name!r} takes a 'features' input of width {width}; the exported signatures can "
+                f"compute only the {len(FEATURE_NAMES)} word-overlap features of keras_match.features, which "
+                "need the run's OverlapFeatures (Run.overlap, from RUN_DIR/document_frequencies.tsv)"
+                + ("" if overlap is None else f", not {width} features")
+            )
+        return width
+    raise ValueError(
+        f"model {model.name!r} takes inputs {names}; the exported signatures compute only the token ids "
+        "'question' and 'answer' and the word-overlap 'features' from text"
+    )
+
+
 def build_archive(run: Run, chunk_size=CHUNK_SIZE):
-    """A `keras.export.ExportArchive` holding the model, the vocabulary table and the three signatures.
+    """A `keras.export.ExportArchive` holding the model, the lookup tables and the three signatures.
 
     Args:
-        run: the model, its `TextEncoder` and the truncation lengths (`Run.config["max_question_length"]`,
-            `["max_answer_length"]`).
+        run: the model, its `TextEncoder`, the truncation lengths (`Run.config["max_question_length"]`,
+            `["max_answer_length"]`) and, for models with a `features` input, the run's
+            `keras_match.features.OverlapFeatures` (`Run.overlap`), which the text signatures call on the
+            truncated texts, as training did.
         chunk_size: the text signatures run the model on at most this many pairs at a time.
 
     Returns:
@@ -139,49 +169,70 @@ def build_archive(run: Run, chunk_size=CHUNK_SIZE):
         docstring); write it with `archive.write_out(path)`.
 
     Raises:
-        ValueError: the model takes inputs other than `question` and `answer` (e.g. pair `features`), or
-            `chunk_size` is not a positive integer.
+        ValueError: the model takes inputs other than `question`, `answer` and the four overlap `features`,
+            takes `features` but the run has no `OverlapFeatures`, or `chunk_size` is not a positive integer.
     """
-    model, encoder = run.model, run.encoder
+    model, encoder, overlap = run.model, run.encoder, getattr(run, "overlap", None)
     lq, la = int(run.max_question_length), int(run.max_answer_length)
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
         raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}")
-    names = sorted(getattr(t, "name", "?") for t in model.inputs)
-    if names != ["answer", "question"]:
-        raise ValueError(
-            f"model {model.name!r} takes inputs {names}; the exported signatures compute only the token ids "
-            "'question' and 'answer' from text (extra inputs such as 'features', num_features > 0, would have "
-            "to be computed in the graph: not supported yet)"
-        )
+    num_features = _num_features(run)
     archive = keras.export.ExportArchive()
     # Not `archive.track(model)`: the endpoints capture the model's variables and the archive saves those;
     # tracking the model as well stores every weight a second time (Keras 3.15 saves the Keras variables next
     # to the tf.Variables they wrap), doubling the SavedModel's size.
     archive.track(encoder.table)
+    if num_features:
+        archive.track(overlap)  # its document-frequency file becomes an asset
 
     ids_signature = [
         tf.TensorSpec([None, None], tf.int32, name="question"),
         tf.TensorSpec([None, None], tf.int32, name="answer"),
     ]
 
-    # One tf.function for the model, called by every endpoint: the model is traced once, not once per endpoint.
-    @tf.function(input_signature=ids_signature, autograph=False)
-    def score_ids(question, answer):
-        with tf.control_dependencies([_same_batch(question, answer, "rows")]):
-            probabilities = model({"question": question, "answer": answer}, training=False)
+    def run_model(question, answer, features=None):
+        checks = [_same_batch(question, answer, "rows")]
+        inputs = {"question": question, "answer": answer}
+        if features is not None:
+            checks.append(tf.debugging.assert_equal(
+                tf.shape(features)[0], tf.shape(question)[0],
+                message="features must hold one row per question/answer pair"))
+            inputs["features"] = features
+        with tf.control_dependencies(checks):
+            probabilities = model(inputs, training=False)
         return {"score": tf.cast(probabilities[:, 1], tf.float32)}
 
-    def score_in_chunks(question_ids, answer_ids):
-        # Scores chunk after chunk (each cut to its own longest text, as training batches are): the memory a
-        # request of thousands of pairs needs is that of one chunk. An empty batch never reaches the model.
-        count = tf.shape(question_ids)[0]
+    # One tf.function for the model, called by every endpoint: the model is traced once, not once per endpoint.
+    if num_features:
+        ids_signature.append(tf.TensorSpec([None, num_features], tf.float32, name="features"))
+
+        @tf.function(input_signature=ids_signature, autograph=False)
+        def score_ids(question, answer, features):
+            return run_model(question, answer, features)
+
+    else:
+
+        @tf.function(input_signature=ids_signature, autograph=False)
+        def score_ids(question, answer):
+            return run_model(question, answer)
+
+    def score_chunk(questions, answers):
+        # ids cut to the chunk's longest text, as training batches are; features of the truncated texts
+        inputs = [_trim(encoder.encode(questions, lq)), _trim(encoder.encode(answers, la))]
+        if num_features:
+            inputs.append(overlap(questions, answers, lq, la))
+        return score_ids(*inputs)["score"]
+
+    def score_in_chunks(questions, answers):
+        # Scores chunk after chunk: the memory a request of thousands of pairs needs is that of one chunk.
+        # An empty batch never reaches the model.
+        count = tf.shape(questions)[0]
         chunks = (count + chunk_size - 1) // chunk_size
 
         def body(i, scores):
             start = i * chunk_size
-            question = _trim(question_ids[start : start + chunk_size])
-            answer = _trim(answer_ids[start : start + chunk_size])
-            return i + 1, scores.write(i, score_ids(question, answer)["score"])
+            chunk = score_chunk(questions[start : start + chunk_size], answers[start : start + chunk_size])
+            return i + 1, scores.write(i, chunk)
 
         def loop():
             scores = tf.TensorArray(tf.float32, size=chunks, element_shape=tf.TensorShape([None]),
@@ -190,25 +241,20 @@ def build_archive(run: Run, chunk_size=CHUNK_SIZE):
                                       parallel_iterations=1)
             return tf.reshape(scores.concat(), [count])
 
-        def one_chunk():  # the common case: no loop, the graph of plain unchunked scoring
-            return score_ids(_trim(question_ids), _trim(answer_ids))["score"]
-
         return tf.cond(
             count == 0,
             lambda: tf.zeros([0], tf.float32),
-            lambda: tf.cond(count <= chunk_size, one_chunk, loop),
+            # the common case, one chunk: no loop, the graph of plain unchunked scoring
+            lambda: tf.cond(count <= chunk_size, lambda: score_chunk(questions, answers), loop),
         )
 
     def score_text(question, answer):
         with tf.control_dependencies([_same_batch(question, answer, "texts")]):
-            question_ids = encoder.encode(question, lq)
-            answer_ids = encoder.encode(answer, la)
-        return {"score": score_in_chunks(question_ids, answer_ids)}
+            return {"score": score_in_chunks(tf.identity(question), tf.identity(answer))}
 
     def rank(question, answers):
-        count = tf.shape(answers)[0]
-        question_ids = encoder.encode(tf.reshape(question, [1]), lq)
-        scores = score_in_chunks(tf.tile(question_ids, tf.stack([count, 1])), encoder.encode(answers, la))
+        questions = tf.fill(tf.shape(answers), question)
+        scores = score_in_chunks(questions, answers)
         # argsort with stable=True: equal scores keep their input order (lower index first).
         order = tf.argsort(scores, direction="DESCENDING", stable=True)
         return {"scores": scores, "order": tf.cast(order, tf.int32)}
@@ -236,7 +282,8 @@ def build_archive(run: Run, chunk_size=CHUNK_SIZE):
 def _metadata(run: Run):
     from keras_match import __version__
 
-    return {
+    num_features = _num_features(run)
+    metadata = {
         "format": "keras-match SavedModel",
         "keras_match_version": __version__,
         "zoo": run.config.get("zoo"),
@@ -247,9 +294,20 @@ def _metadata(run: Run):
         "lowercase": bool(run.encoder.lowercase),
         "vocabulary_file": os.path.basename(run.encoder.vocabulary_path),
         "ids": {"padding": text.PAD_ID, "unknown": text.OOV_ID, "first_word": 2},
+        "num_features": num_features,
         "signatures": {name: {k: [d, s] for k, (d, s) in inputs.items()}
-                       for name, inputs in serving.SIGNATURE_INPUTS.items()},
+                       for name, inputs in serving.signature_inputs(num_features).items()},
     }
+    if num_features:
+        from keras_match.features import FEATURE_NAMES
+
+        metadata["overlap_features"] = {
+            "names": list(FEATURE_NAMES),
+            "document_frequencies_file": os.path.basename(run.overlap.path),
+            "num_documents": int(run.overlap.num_documents),
+            "lowercase": bool(run.overlap.lowercase),
+        }
+    return metadata
 
 
 def saved_model(
@@ -289,9 +347,10 @@ def saved_model(
     if version is not None and (base / str(version)).exists():
         raise FileExistsError(f"{base / str(version)} exists: TF Serving versions are never overwritten; pick "
                               "another version")
-    records = serving.warmup_requests(base.name or "model", run.max_question_length, run.max_answer_length,
-                                      large_batch=CHUNK_SIZE + 1) if warmup else None
     archive = build_archive(run)  # fails before anything is written
+    records = serving.warmup_requests(base.name or "model", run.max_question_length, run.max_answer_length,
+                                      large_batch=CHUNK_SIZE + 1,
+                                      num_features=_num_features(run)) if warmup else None
     base.mkdir(parents=True, exist_ok=True)
     if version is None:
         version = _next_version(base)
@@ -353,11 +412,13 @@ def onnx_dir_for(version_dir):
     return version_dir.parent / "onnx" / version_dir.name
 
 
-def sample_ids(vocab_size, max_question_length, max_answer_length, seed=0):
+def sample_ids(vocab_size, max_question_length, max_answer_length, seed=0, num_features=0):
     """Token-id batches that exercise a matching model: a list of `(question [b, lq], answer [b, la])` int32.
 
     Includes one full-length pair (batch of one), a batch of seven with mixed lengths (an all-padding row, an
-    all-unknown row, rows of different lengths), and a batch of three single-token rows.
+    all-unknown row, rows of different lengths), and a batch of three single-token rows. With
+    `num_features > 0` each tuple has a third item, float32 `features [b, num_features]` in [0, 1) (zeros for
+    the all-padding rows).
     """
     rng = np.random.default_rng(seed)
     high = max(int(vocab_size), 2)
@@ -373,11 +434,15 @@ def sample_ids(vocab_size, max_question_length, max_answer_length, seed=0):
     a7 = batch(7, la, [la, 5, 0, la, 1, la // 3, 2])
     q7[5, :] = text.OOV_ID
     a7[6, :2] = text.OOV_ID
-    return [
+    samples = [
         (batch(1, lq, [lq]), batch(1, la, [la])),
         (q7, a7),
         (batch(3, 1, [1, 1, 1]), batch(3, 1, [1, 1, 1])),
     ]
+    if num_features:
+        samples = [(q, a, rng.uniform(size=(len(q), int(num_features))).astype(np.float32)) for q, a in samples]
+        samples[1][2][1:3] = 0.0  # a pair with an empty side has no overlap
+    return samples
 
 
 def _onnx_problems(model_proto):
@@ -410,17 +475,19 @@ def to_onnx(saved_model_dir, output_dir=None, *, opset=MAX_ONNX_OPSET, atol=1e-4
     standard ONNX op, onnxruntime loads the model, and every score is within `atol` of TensorFlow's.
 
     The ONNX model has inputs `question` int32 [batch, lq] and `answer` int32 [batch, la] (token ids, 0 =
-    padding; any batch size and lengths) and output `score` float32 [batch]. The output folder also gets the
-    vocabulary and the export metadata (`keras_match.json`: truncation lengths, lowercase, ids), which a
-    client needs to make ids with `keras_match.text.TextEncoder.from_file(...).encode`.
+    padding; any batch size and lengths), plus `features` float32 [batch, 4] for models that take the
+    word-overlap features, and output `score` float32 [batch]. The output folder also gets the vocabulary, the
+    document frequencies of the overlap features (`document_frequencies.tsv`, when used) and the export metadata
+    (`keras_match.json`: truncation lengths, lowercase, ids), which a client needs to make the inputs with
+    `keras_match.text.TextEncoder.from_file(...).encode` and `keras_match.features.OverlapFeatures.from_file`.
 
     Args:
         saved_model_dir: a version folder written by `saved_model` (`BASE/<version>`).
         output_dir: the folder to create; default `BASE/onnx/<version>` (see `onnx_dir_for`). It must not exist.
         opset: ONNX opset, at most 18 (`MAX_ONNX_OPSET`).
         atol: the largest accepted |onnxruntime - TensorFlow| score difference.
-        samples: list of `(question_ids, answer_ids)` int32 batches; default `sample_ids(...)` from the
-            export metadata.
+        samples: list of `(question_ids, answer_ids)` int32 batches (plus float32 `features` for models that
+            take them); default `sample_ids(...)` from the export metadata.
 
     Returns:
         `OnnxExport` (path of `model.onnx`, opset, max_abs_diff, num_samples).
@@ -447,16 +514,18 @@ def to_onnx(saved_model_dir, output_dir=None, *, opset=MAX_ONNX_OPSET, atol=1e-4
     target = pathlib.Path(output_dir) if output_dir is not None else onnx_dir_for(saved_model_dir)
     if target.exists():
         raise FileExistsError(f"{target} exists: ONNX exports are never overwritten")
+    num_features = int(metadata.get("num_features", 0))
     if samples is None:
         samples = sample_ids(metadata["vocab_size"], metadata["max_question_length"],
-                             metadata["max_answer_length"])
+                             metadata["max_answer_length"], num_features=num_features)
 
     loaded = tf.saved_model.load(str(saved_model_dir))
     function = getattr(loaded, serving.IDS_SIGNATURE)
     input_signature = (
         tf.TensorSpec([None, None], tf.int32, name="question"),
         tf.TensorSpec([None, None], tf.int32, name="answer"),
-    )
+    ) + ((tf.TensorSpec([None, num_features], tf.float32, name="features"),) if num_features else ())
+    expected_names = sorted(spec.name for spec in input_signature)
     # tf2onnx's progress messages and TensorFlow's harmless "Issue encountered when serializing
     # table_initializer" warnings (the graph freezing meets the vocabulary table) are not for the user.
     loggers = [logging.getLogger(name) for name in ("tf2onnx", "tensorflow")]
@@ -482,17 +551,21 @@ def to_onnx(saved_model_dir, output_dir=None, *, opset=MAX_ONNX_OPSET, atol=1e-4
     except Exception as error:
         raise ExportVerificationError(f"onnxruntime cannot load the converted model: {error}") from error
     names = sorted(i.name for i in session.get_inputs())
-    if names != ["answer", "question"] or [o.name for o in session.get_outputs()] != ["score"]:
+    if names != expected_names or [o.name for o in session.get_outputs()] != ["score"]:
         raise ExportVerificationError(f"unexpected ONNX inputs {names} / outputs "
                                       f"{[o.name for o in session.get_outputs()]}")
     worst, count = 0.0, 0
     signature = loaded.signatures[serving.IDS_SIGNATURE]
-    for question_ids, answer_ids in samples:
-        question_ids = np.asarray(question_ids, dtype=np.int32)
-        answer_ids = np.asarray(answer_ids, dtype=np.int32)
-        expected = signature(question=tf.constant(question_ids), answer=tf.constant(answer_ids))["score"].numpy()
+    for sample in samples:
+        if len(sample) != len(input_signature):
+            raise ValueError(f"each sample must hold {len(input_signature)} arrays "
+                             f"({', '.join(spec.name for spec in input_signature)}), got {len(sample)}")
+        feeds = {spec.name: np.asarray(value, dtype=spec.dtype.as_numpy_dtype)
+                 for spec, value in zip(input_signature, sample)}
+        question_ids, answer_ids = feeds["question"], feeds["answer"]
+        expected = signature(**{k: tf.constant(v) for k, v in feeds.items()})["score"].numpy()
         try:
-            (got,) = _run_onnx(session, question_ids, answer_ids)
+            (got,) = _run_onnx(session, feeds)
         except Exception as error:
             raise ExportVerificationError(f"onnxruntime failed on ids of shape {question_ids.shape} / "
                                           f"{answer_ids.shape}: {error}") from error
@@ -513,15 +586,19 @@ def to_onnx(saved_model_dir, output_dir=None, *, opset=MAX_ONNX_OPSET, atol=1e-4
         staged = tmp / "onnx"
         staged.mkdir()
         (staged / ONNX_FILE).write_bytes(model_proto.SerializeToString())
-        vocabulary = saved_model_dir / "assets" / metadata["vocabulary_file"]
-        if not vocabulary.exists():  # the exporter renames an asset whose name is taken
-            vocabulary = next(p for p in sorted((saved_model_dir / "assets").iterdir()) if p.is_file())
+        vocabulary = _asset(saved_model_dir, metadata["vocabulary_file"])
         shutil.copyfile(vocabulary, staged / "vocabulary.txt")
-        onnx_metadata = dict(metadata, vocabulary_file="vocabulary.txt", onnx={
+        onnx_inputs = {"question": "int32 [batch, lq]", "answer": "int32 [batch, la]"}
+        extra = {}
+        if num_features:
+            onnx_inputs["features"] = f"float32 [batch, {num_features}]"
+            frequencies = dict(metadata["overlap_features"], document_frequencies_file="document_frequencies.tsv")
+            shutil.copyfile(_asset(saved_model_dir, metadata["overlap_features"]["document_frequencies_file"]),
+                            staged / "document_frequencies.tsv")
+            extra["overlap_features"] = frequencies
+        onnx_metadata = dict(metadata, vocabulary_file="vocabulary.txt", **extra, onnx={
             "opset": opset, "signature": serving.IDS_SIGNATURE, "max_abs_diff": worst, "num_samples": count,
-            "saved_model": str(saved_model_dir), "inputs": {"question": "int32 [batch, lq]",
-                                                            "answer": "int32 [batch, la]"},
-            "outputs": {"score": "float32 [batch]"}})
+            "saved_model": str(saved_model_dir), "inputs": onnx_inputs, "outputs": {"score": "float32 [batch]"}})
         (staged / "keras_match.json").write_text(json.dumps(onnx_metadata, indent=2) + "\n", encoding="utf-8")
         if target.exists():
             raise FileExistsError(f"{target} appeared while exporting")
@@ -531,6 +608,14 @@ def to_onnx(saved_model_dir, output_dir=None, *, opset=MAX_ONNX_OPSET, atol=1e-4
     return OnnxExport(path=target / ONNX_FILE, opset=opset, max_abs_diff=worst, num_samples=count)
 
 
-def _run_onnx(session, question_ids, answer_ids):
+def _asset(saved_model_dir, name):
+    """The asset file `name` of an exported version (found by name: the exporter keeps asset file names)."""
+    path = pathlib.Path(saved_model_dir) / "assets" / name
+    if not path.exists():
+        raise FileNotFoundError(f"{path} not found: the export's assets lack {name}")
+    return path
+
+
+def _run_onnx(session, feeds):
     """One onnxruntime call (a separate function so tests can check that a wrong result is caught)."""
-    return session.run(["score"], {"question": question_ids, "answer": answer_ids})
+    return session.run(["score"], feeds)

@@ -217,12 +217,16 @@ class OverlapFeatures(tf.Module):
 
     # ---- features --------------------------------------------------------------------------------------------
 
-    def __call__(self, questions, answers) -> tf.Tensor:
+    def __call__(self, questions, answers, max_question_length=None, max_answer_length=None) -> tf.Tensor:
         """The four features of each (question, answer) pair.
 
         Args:
             questions, answers: ``tf.string`` tensors ``[batch]`` (symbolic or eager), lists of ``str`` or 1-D
                 numpy arrays of ``str``, of the same length.
+            max_question_length, max_answer_length: optional ints; only the first tokens of each text count,
+                the tokens a matching model truncated to these lengths sees (the training pipeline and the
+                exported signatures pass the model's lengths, so text past them never changes a score and
+                the set operations' memory, quadratic in length, stays bounded). None: the whole text.
 
         Returns:
             float32 ``[batch, 4]``, columns :data:`FEATURE_NAMES`; each in ``[0, 0.5]`` (overlap) or
@@ -232,9 +236,13 @@ class OverlapFeatures(tf.Module):
             InvalidArgumentError: the batches differ in size. TypeError / ValueError: see
                 :func:`keras_match.text.tokenize`.
         """
-        return self.from_tokens(
-            tokenize(questions, lowercase=self.lowercase), tokenize(answers, lowercase=self.lowercase)
-        )
+        question_tokens = tokenize(questions, lowercase=self.lowercase)
+        answer_tokens = tokenize(answers, lowercase=self.lowercase)
+        if max_question_length is not None:
+            question_tokens = question_tokens[:, : int(max_question_length)]
+        if max_answer_length is not None:
+            answer_tokens = answer_tokens[:, : int(max_answer_length)]
+        return self.from_tokens(question_tokens, answer_tokens)
 
     def from_tokens(self, question_tokens: tf.RaggedTensor, answer_tokens: tf.RaggedTensor) -> tf.Tensor:
         """The features of already tokenized texts (``tf.RaggedTensor`` of ``tf.string``, ``[batch, (n)]``)."""

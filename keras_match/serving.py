@@ -42,6 +42,7 @@ __all__ = [
     "IDS_SIGNATURE",
     "RANK_SIGNATURE",
     "SIGNATURE_INPUTS",
+    "signature_inputs",
     "rest_predict_body",
     "rest_rank_body",
     "rest_ids_body",
@@ -71,6 +72,16 @@ SIGNATURE_INPUTS = {
     RANK_SIGNATURE: {"question": ("string", []), "answers": ("string", [None])},
 }
 """The inputs of each exported signature: name -> (dtype name, shape with None for any size)."""
+
+
+def signature_inputs(num_features=0):
+    """`SIGNATURE_INPUTS` of an export whose model takes `num_features` pair features (e.g. the four
+    word-overlap features of `ctrn` / `qrnn`): `serve_ids` then has a third input `features` float32
+    `[batch, num_features]`; the text signatures compute the features themselves."""
+    inputs = {name: dict(spec) for name, spec in SIGNATURE_INPUTS.items()}
+    if num_features:
+        inputs[IDS_SIGNATURE]["features"] = ("float32", [None, int(num_features)])
+    return inputs
 
 WARMUP_FILE = "assets.extra/tf_serving_warmup_requests"
 """Where TF Serving looks for warmup requests, relative to a version folder."""
@@ -166,23 +177,40 @@ def rest_rank_body(question, answers):
     }
 
 
-def rest_ids_body(question_ids, answer_ids):
+def _check_ids(question_ids, answer_ids, features):
+    q, a = np.asarray(question_ids), np.asarray(answer_ids)
+    if q.ndim != 2 or a.ndim != 2 or len(q) != len(a):
+        raise ValueError(f"expected id matrices [batch, length] with the same batch, got {q.shape} and {a.shape}")
+    if features is not None:
+        features = np.asarray(features, dtype=np.float32)
+        if features.ndim != 2 or len(features) != len(q):
+            raise ValueError(f"features must be a float matrix [batch, num_features] with the ids' batch {len(q)}, "
+                             f"got shape {features.shape}")
+    return q, a, features
+
+
+def rest_ids_body(question_ids, answer_ids, features=None):
     """The REST `:predict` body of the `serve_ids` signature (row format).
 
     Args:
         question_ids: int array-like `[batch, lq]` (0 = padding).
         answer_ids: int array-like `[batch, la]`.
+        features: float array-like `[batch, num_features]`, for models that take pair features
+            (`keras_match.features.OverlapFeatures`); None otherwise.
 
     Returns:
-        dict `{"signature_name": "serve_ids", "instances": [{"question": [...], "answer": [...]}, ...]}`.
+        dict `{"signature_name": "serve_ids", "instances": [{"question": [...], "answer": [...]}, ...]}`
+        (each instance also has `"features"` when given).
+
+    Raises:
+        ValueError: the arrays are not matrices of one batch size.
     """
-    q, a = np.asarray(question_ids), np.asarray(answer_ids)
-    if q.ndim != 2 or a.ndim != 2 or len(q) != len(a):
-        raise ValueError(f"expected id matrices [batch, length] with the same batch, got {q.shape} and {a.shape}")
-    return {
-        "signature_name": IDS_SIGNATURE,
-        "instances": [{"question": qi.tolist(), "answer": ai.tolist()} for qi, ai in zip(q, a)],
-    }
+    q, a, f = _check_ids(question_ids, answer_ids, features)
+    instances = [{"question": qi.tolist(), "answer": ai.tolist()} for qi, ai in zip(q, a)]
+    if f is not None:
+        for instance, fi in zip(instances, f):
+            instance["features"] = fi.tolist()
+    return {"signature_name": IDS_SIGNATURE, "instances": instances}
 
 
 def _dtype_name(dtype):
@@ -466,12 +494,16 @@ def grpc_rank_request(question, answers, model_name, version=None):
     return _predict_request(model_name, RANK_SIGNATURE, version, inputs)
 
 
-def grpc_ids_request(question_ids, answer_ids, model_name, version=None):
-    """A gRPC `PredictRequest` for the `serve_ids` signature (int32 id matrices, 0 = padding)."""
+def grpc_ids_request(question_ids, answer_ids, model_name, version=None, features=None):
+    """A gRPC `PredictRequest` for the `serve_ids` signature (int32 id matrices, 0 = padding; `features`
+    float32 `[batch, num_features]` for models that take pair features)."""
+    q, a, f = _check_ids(question_ids, answer_ids, features)
     inputs = {
-        "question": _tensor_proto(np.asarray(question_ids, dtype=np.int32)),
-        "answer": _tensor_proto(np.asarray(answer_ids, dtype=np.int32)),
+        "question": _tensor_proto(q.astype(np.int32)),
+        "answer": _tensor_proto(a.astype(np.int32)),
     }
+    if f is not None:
+        inputs["features"] = _tensor_proto(f)
     return _predict_request(model_name, IDS_SIGNATURE, version, inputs)
 
 
@@ -499,7 +531,8 @@ _WARMUP_QUESTIONS = ["who wrote hamlet ?", "When was the Teapot Dome scandal?"]
 _WARMUP_ANSWERS = ["Hamlet was written by William Shakespeare .", "The scandal broke in 1923 ."]
 
 
-def warmup_requests(model_name="model", max_question_length=8, max_answer_length=8, large_batch=None):
+def warmup_requests(model_name="model", max_question_length=8, max_answer_length=8, large_batch=None,
+                    num_features=0):
     """A few `PredictionLog` records, one per signature, that TF Serving replays before serving a version.
 
     Args:
@@ -507,6 +540,7 @@ def warmup_requests(model_name="model", max_question_length=8, max_answer_length
         max_question_length, max_answer_length: lengths of the id matrices of the `serve_ids` request.
         large_batch: optional int, add a `serving_default` request of this many pairs (to warm the path
             that scores requests larger than one chunk, see `keras_match.export.CHUNK_SIZE`).
+        num_features: the `serve_ids` request carries a `features` input of this width when > 0.
 
     Returns:
         list of `tensorflow_serving.apis.prediction_log_pb2.PredictionLog`.
@@ -522,7 +556,8 @@ def warmup_requests(model_name="model", max_question_length=8, max_answer_length
     requests = [
         grpc_predict_request(_WARMUP_QUESTIONS, _WARMUP_ANSWERS, model_name),
         grpc_rank_request(_WARMUP_QUESTIONS[0], _WARMUP_ANSWERS + ["", "Shakespeare"], model_name),
-        grpc_ids_request(question_ids, answer_ids, model_name),
+        grpc_ids_request(question_ids, answer_ids, model_name,
+                         features=np.zeros((2, num_features), np.float32) if num_features else None),
     ]
     if large_batch:
         n = int(large_batch)

@@ -8,6 +8,8 @@ with MAP / MRR / P@1 and writes a run directory:
 RUN_DIR/
   config.json      the resolved preset, dataset, seed, embeddings and truncation lengths
   vocabulary.txt   the training vocabulary, one token per line (ids from 2; 0 = padding, 1 = OOV)
+  document_frequencies.tsv   presets with `"overlap_features": true` only: the training texts' document
+                   frequencies behind the word-overlap features' IDF (`keras_match.features.OverlapFeatures`)
   model.keras      the trained model (best dev MAP)
   metrics.json     dev and test figures, the epoch history, wall time
   logs/            TensorBoard logs
@@ -84,21 +86,73 @@ def default_embeddings_path(data_dir=None):
 # --------------------------------------------------------------------------------------------- data pipeline
 
 
+TEXT_INPUTS = ("question", "answer")
+"""The model inputs that hold token ids (trimmed per batch); any other input (`features`) is kept whole."""
+
+FEATURES_BATCH = 1024
+"""Pairs per call when computing overlap features (their set operations take memory quadratic in length)."""
+
+
 def _trim_to_longest(features, *rest):
     """Cut the padding columns every row of the batch shares: batches are as long as their longest text."""
-    trimmed = {}
-    for key, ids in features.items():
+    trimmed = dict(features)
+    for key in TEXT_INPUTS:
+        ids = features[key]
         length = tf.reduce_max(tf.math.count_nonzero(ids, axis=1, dtype=tf.int32))
         trimmed[key] = ids[:, : tf.maximum(length, 1)]
     return (trimmed, *rest)
 
 
-def encode_pairs(encoder, questions, answers, max_question_length, max_answer_length):
-    """Token ids of the pairs: `{"question": int32 [n, max_question_length], "answer": [n, max_answer_length]}`."""
-    return {
-        "question": encoder.encode(np.asarray(questions, dtype=object), max_question_length).numpy(),
-        "answer": encoder.encode(np.asarray(answers, dtype=object), max_answer_length).numpy(),
+def encode_pairs(encoder, questions, answers, max_question_length, max_answer_length, overlap=None):
+    """The model inputs of text pairs.
+
+    Returns:
+        `{"question": int32 [n, max_question_length], "answer": int32 [n, max_answer_length]}` token ids, plus
+        `"features"` float32 `[n, 4]` when `overlap` (a `keras_match.features.OverlapFeatures`) is given: the
+        word-overlap features of the tokens the model sees (each text truncated to its maximum length), as the
+        exported raw-text signatures compute them.
+    """
+    questions = np.asarray(questions, dtype=object)
+    answers = np.asarray(answers, dtype=object)
+    inputs = {
+        "question": encoder.encode(questions, max_question_length).numpy(),
+        "answer": encoder.encode(answers, max_answer_length).numpy(),
     }
+    if overlap is not None:
+        chunks = [
+            overlap(
+                questions[i : i + FEATURES_BATCH],
+                answers[i : i + FEATURES_BATCH],
+                max_question_length,
+                max_answer_length,
+            ).numpy()
+            for i in range(0, len(questions), FEATURES_BATCH)
+        ]
+        inputs["features"] = (
+            np.concatenate(chunks).astype(np.float32) if chunks else np.zeros([0, 4], np.float32)
+        )
+    return inputs
+
+
+def overlap_features_of(preset):
+    """Whether a resolved preset's model takes the word-overlap features (`"overlap_features": true`).
+
+    Raises:
+        ValueError: the model takes extra pair features the data pipeline cannot compute (`num_features > 0`
+            without `overlap_features`), or a number other than the four overlap features.
+    """
+    from keras_match.features import FEATURE_NAMES
+
+    wanted = bool(preset.get("overlap_features", False))
+    num_features = preset["model"].get("num_features", 0)
+    expected = len(FEATURE_NAMES) if wanted else 0
+    if num_features != expected:
+        raise ValueError(
+            f"zoo entry {preset.get('name')!r}: overlap_features={wanted} feeds {expected} pair features but "
+            f"the model expects num_features={num_features}; set overlap_features (true: 4 features, false: 0)"
+            " instead of num_features"
+        )
+    return wanted
 
 
 def make_dataset(features, labels=None, batch_size=64, shuffle=False, seed=0):
@@ -111,7 +165,10 @@ def make_dataset(features, labels=None, batch_size=64, shuffle=False, seed=0):
 
 
 def score_pairs(model, features, batch_size=256):
-    """Relevance scores (probability of the relevant class), float32 [n]."""
+    """Relevance scores (probability of the relevant class), float32 [n]; no pairs give an empty array (Keras'
+    `predict` fails on an empty dataset)."""
+    if len(features["question"]) == 0:
+        return np.zeros([0], np.float32)
     probabilities = model.predict(make_dataset(features, batch_size=batch_size), verbose=0)
     return np.asarray(probabilities, dtype=np.float32)[:, 1]
 
@@ -123,11 +180,20 @@ def no_positive_rule(dataset):
 
 
 def evaluate_split(
-    model, encoder, split: Split, max_question_length, max_answer_length, batch_size=256, no_positive="skip"
+    model,
+    encoder,
+    split: Split,
+    max_question_length,
+    max_answer_length,
+    batch_size=256,
+    no_positive="skip",
+    overlap=None,
 ):
     """MAP / MRR / P@1 of `model` on a question-grouped split (trec_eval's ranking, see `metrics`)."""
     pairs = split.pairs()
-    features = encode_pairs(encoder, pairs.questions, pairs.answers, max_question_length, max_answer_length)
+    features = encode_pairs(
+        encoder, pairs.questions, pairs.answers, max_question_length, max_answer_length, overlap=overlap
+    )
     scores = score_pairs(model, features, batch_size)
     report = metrics.evaluate_ranking(
         pairs.qids, pairs.aids, scores, pairs.labels, metrics=RANKING_METRICS, no_positive=no_positive
@@ -238,6 +304,7 @@ class RunFiles:
 
     config = property(lambda self: self.root / "config.json")
     vocabulary = property(lambda self: self.root / "vocabulary.txt")
+    document_frequencies = property(lambda self: self.root / "document_frequencies.tsv")
     model = property(lambda self: self.root / "model.keras")
     metrics = property(lambda self: self.root / "metrics.json")
     logs = property(lambda self: self.root / "logs")
@@ -268,7 +335,8 @@ def _check_resume(files, config):
         )
     if files.config.exists():
         previous = json.loads(files.config.read_text())
-        keys = ("zoo", "preset", "dataset", "train_split", "seed", "max_train_questions", "embeddings")
+        keys = ("zoo", "preset", "dataset", "train_split", "seed", "max_train_questions", "embeddings",
+                "overlap_features")
         changed = [k for k in keys if previous.get(k) != json.loads(json.dumps(config, default=_json_default)).get(k)]
         if changed:
             raise ValueError(
@@ -332,6 +400,7 @@ def train(
     if batch_size is not None:
         overrides["batch_size"] = batch_size
     preset = zoo.resolve(name, **overrides)
+    use_overlap = overlap_features_of(preset)
     settings = preset["training"]
     if embeddings_path == "default":
         embeddings_path = default_embeddings_path(data_dir)
@@ -348,6 +417,7 @@ def train(
         "max_question_length": settings["max_question_length"],
         "max_answer_length": settings["max_answer_length"],
         "lowercase": True,
+        "overlap_features": use_overlap,
     }
     files.root.mkdir(parents=True, exist_ok=True)
     resuming = _check_resume(files, config)
@@ -364,6 +434,20 @@ def train(
             np.concatenate([np.unique(train_pairs.questions), train_pairs.answers])
         )
         encoder.save_vocabulary(files.vocabulary)
+    overlap = None
+    if use_overlap:
+        from keras_match.features import OverlapFeatures
+
+        if resuming and files.document_frequencies.exists():
+            overlap = OverlapFeatures.from_file(files.document_frequencies)
+        else:
+            # IDF from the training texts only, each distinct question and every answer one document (Severyn
+            # & Moschitti's choice of documents)
+            overlap = OverlapFeatures.build(
+                np.concatenate([np.unique(train_pairs.questions), train_pairs.answers])
+            )
+            overlap.save(files.document_frequencies)
+            overlap = OverlapFeatures.from_file(files.document_frequencies)
     _write_json(files.config, config)
 
     embeddings, coverage = None, None
@@ -377,9 +461,9 @@ def train(
     zoo.compile_model(model, preset)
 
     lq, la = settings["max_question_length"], settings["max_answer_length"]
-    train_features = encode_pairs(encoder, train_pairs.questions, train_pairs.answers, lq, la)
+    train_features = encode_pairs(encoder, train_pairs.questions, train_pairs.answers, lq, la, overlap=overlap)
     dev_pairs = dataset["dev"].pairs()
-    dev_features = encode_pairs(encoder, dev_pairs.questions, dev_pairs.answers, lq, la)
+    dev_features = encode_pairs(encoder, dev_pairs.questions, dev_pairs.answers, lq, la, overlap=overlap)
     ranking = DevRankingCallback(
         dev_features,
         dev_pairs,
@@ -428,9 +512,11 @@ def train(
         "counts": {k: s.counts() for k, s in dataset.splits.items()},
     }
     rule = no_positive_rule(dataset)
-    report["dev"], _ = evaluate_split(model, encoder, dataset["dev"], lq, la, no_positive=rule)
-    if "test" in dataset:
-        report["test"], _ = evaluate_split(model, encoder, dataset["test"], lq, la, no_positive=rule)
+    for split_name in ("dev", "test"):
+        if split_name in dataset:
+            report[split_name], _ = evaluate_split(
+                model, encoder, dataset[split_name], lq, la, no_positive=rule, overlap=overlap
+            )
     report["wall_time_s"] = round(time.time() - start, 1)
     model.save(files.model)
     _write_json(files.metrics, report)
@@ -455,6 +541,8 @@ class Run:
     model: keras.Model
     encoder: "text.TextEncoder"
     config: dict
+    overlap: object = None
+    """`keras_match.features.OverlapFeatures` when the model takes the word-overlap features, else None."""
 
     @property
     def max_question_length(self):
@@ -471,7 +559,12 @@ class Run:
                 f"questions and answers must have the same length, got {len(questions)} and {len(answers)}"
             )
         features = encode_pairs(
-            self.encoder, questions, answers, self.max_question_length, self.max_answer_length
+            self.encoder,
+            questions,
+            answers,
+            self.max_question_length,
+            self.max_answer_length,
+            overlap=self.overlap,
         )
         return score_pairs(self.model, features, batch_size)
 
@@ -484,6 +577,7 @@ class Run:
             self.max_question_length,
             self.max_answer_length,
             no_positive=no_positive,
+            overlap=self.overlap,
         )
         return report
 
@@ -503,4 +597,16 @@ def load_run(run_dir):
     config = json.loads(files.config.read_text())
     encoder = text.TextEncoder.from_file(files.vocabulary, lowercase=config.get("lowercase", True))
     model = keras.models.load_model(files.model)
-    return Run(model=model, encoder=encoder, config=config)
+    overlap = None
+    if config.get("overlap_features"):
+        from keras_match.features import OverlapFeatures
+
+        if not files.document_frequencies.exists():
+            raise FileNotFoundError(
+                f"{files.document_frequencies} not found: the run's model takes word-overlap features and "
+                "needs the document frequencies it was trained with"
+            )
+        overlap = OverlapFeatures.from_file(
+            files.document_frequencies, lowercase=config.get("lowercase", True)
+        )
+    return Run(model=model, encoder=encoder, config=config, overlap=overlap)

@@ -60,6 +60,9 @@ def describe(name):
 def resolve(name, **overrides):
     """The preset of `name` with `overrides` applied to its `model` or `training` section by key.
 
+    `overlap_features=True/False` switches the four word-overlap pair features on or off (it sets the model's
+    `num_features` to 4 or 0; the training pipeline and the exported signatures compute them).
+
     Returns:
         dict with keys `name`, `builder`, `model`, `training`, `dataset`, `reported`, `paper`.
 
@@ -70,14 +73,21 @@ def resolve(name, **overrides):
     model, training = preset["model"], preset["training"]
     unknown = []
     for key, value in overrides.items():
-        if key in training:
+        if key == "overlap_features":  # the data pipeline feeds the four overlap features: the model takes 4
+            from keras_match.features import FEATURE_NAMES
+
+            preset["overlap_features"] = bool(value)
+            model["num_features"] = len(FEATURE_NAMES) if value else 0
+        elif key in training:
             training[key] = value
         elif key in model or key in _builder_arguments(preset["builder"]):
             model[key] = value
         else:
             unknown.append(key)
     if unknown:
-        valid = sorted(set(model) | set(training) | set(_builder_arguments(preset["builder"])))
+        valid = sorted(
+            set(model) | set(training) | set(_builder_arguments(preset["builder"])) | {"overlap_features"}
+        )
         raise ValueError(
             f"zoo entry {name!r}: unknown setting(s) {unknown}; valid settings are {valid}"
         )
@@ -136,8 +146,9 @@ def load(name, *, vocab_size=None, embeddings=None, compile=True, **overrides):
         **overrides: model or training settings by name (see `describe(name)`).
 
     Returns:
-        A `keras.Model` taking `{"question", "answer"}` int32 token ids and returning `[batch, 2]`
-        probabilities.
+        A `keras.Model` taking `{"question", "answer"}` int32 token ids (plus `"features"` float32
+        `[batch, 4]`, the word-overlap features of `keras_match.features.OverlapFeatures`, for entries with
+        `"overlap_features": true`, e.g. `ctrn` and `qrnn`) and returning `[batch, 2]` probabilities.
 
     Raises:
         ValueError: unknown entry or setting.

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from keras_match import export, text, training, zoo
+from keras_match.features import FEATURE_NAMES, OverlapFeatures
 
 NAMES = zoo.names()
 
@@ -35,6 +36,8 @@ RANK_QUESTION = "who wrote hamlet ?"
 RANK_ANSWERS = ["Shakespeare wrote Hamlet .", "", "zzqx", "the cat sat", "Shakespeare wrote Hamlet .", LONG,
                 "日本 café", "hamlet hamlet hamlet"]
 MANY = 3000
+TRAINING_TEXTS = ["who wrote hamlet ?", "shakespeare wrote hamlet .", "the cat sat on the mat .",
+                  "when was the teapot dome scandal ?", "the scandal broke in 1923 .", "a play of william"]
 
 SMALL_WIDTH = 8
 SMALL_FACTORS = 2
@@ -102,6 +105,11 @@ CHILD = textwrap.dedent(
     cases = {name: (texts(c["questions"]), texts(c["answers"])) for name, c in spec["cases"].items()}
     rank_question, rank_answers = texts([spec["rank"]["question"]])[0], texts(spec["rank"]["answers"])
 
+    def id_feeds(ids, rows=None):
+        dtypes = {"question": np.int32, "answer": np.int32, "features": np.float32}
+        return {k: np.array(v[:rows] if rows is not None else v, dtypes[k]).reshape(
+            (-1,) + np.array(v).shape[1:]) for k, v in ids.items()}
+
     def call(signature, **inputs):
         return {k: v.numpy().tolist() for k, v in signature(**{k: tf.constant(v) for k, v in inputs.items()}).items()}
 
@@ -139,19 +147,21 @@ CHILD = textwrap.dedent(
         for case, (questions, answers) in cases.items():
             out["text"][case] = call(text_sig, question=questions, answer=answers)["score"]
         for case, ids in spec["ids"][name].items():
-            out["ids"][case] = call(ids_sig, question=np.array(ids["question"], np.int32),
-                                    answer=np.array(ids["answer"], np.int32))["score"]
+            out["ids"][case] = call(ids_sig, **id_feeds(ids))["score"]
         out["rank"] = call(rank_sig, question=rank_question, answers=rank_answers)
         out["rank_empty"] = call(rank_sig, question=rank_question, answers=tf.constant([], tf.string))
         out["text_empty"] = call(text_sig, question=tf.constant([], tf.string), answer=tf.constant([], tf.string))
         tq, ta = cases["tricky"]
         out["mismatch_text"] = error_of(text_sig, question=tq[:3], answer=ta[:2])
         ids = spec["ids"][name]["tricky"]
-        out["mismatch_ids"] = error_of(ids_sig, question=np.array(ids["question"][:3], np.int32),
-                                       answer=np.array(ids["answer"][:2], np.int32))
+        out["mismatch_ids"] = error_of(ids_sig, **dict(id_feeds(ids, 3), answer=id_feeds(ids, 2)["answer"]))
+        out["ids_empty"] = call(ids_sig, **id_feeds(ids, 0))
         out["rest_text"] = wire_rest(text_sig, serving.rest_predict_body(tq, ta))["score"]
         out["rest_rank"] = wire_rest(rank_sig, serving.rest_rank_body(rank_question, rank_answers))
-        out["rest_ids"] = wire_rest(ids_sig, serving.rest_ids_body(ids["question"], ids["answer"]))["score"]
+        out["rest_ids"] = wire_rest(ids_sig, serving.rest_ids_body(ids["question"], ids["answer"],
+                                                                   ids.get("features")))["score"]
+        out["grpc_ids"] = wire_grpc(ids_sig, serving.grpc_ids_request(ids["question"], ids["answer"], name,
+                                                                      features=ids.get("features")))["score"]
         out["grpc_text"] = wire_grpc(text_sig, serving.grpc_predict_request(tq, ta, name))["score"]
         out["grpc_rank"] = wire_grpc(rank_sig, serving.grpc_rank_request(rank_question, rank_answers, name))
         out["warmup"] = []
@@ -178,11 +188,13 @@ def exports(tmp_path_factory):
         preset = zoo.describe(name)["training"]
         model = zoo.load(name, vocab_size=encoder.vocab_size, compile=False, **small_overrides(name))
         randomize(model, seed)
+        overlap = training.overlap_features_of(zoo.describe(name))
         run = training.Run(model=model, encoder=encoder, config={
             "zoo": name,
             "max_question_length": preset["max_question_length"],
             "max_answer_length": preset["max_answer_length"],
-        })
+            "overlap_features": overlap,
+        }, overlap=OverlapFeatures.build(TRAINING_TEXTS) if overlap else None)
         version_dir = export.saved_model(run, root / name)
         made[name] = {"run": run, "version_dir": version_dir, "onnx": export.to_onnx(version_dir)}
     return made
@@ -198,7 +210,8 @@ def _cases():
 
 
 def _ids(run, questions, answers):
-    return training.encode_pairs(run.encoder, questions, answers, run.max_question_length, run.max_answer_length)
+    return training.encode_pairs(run.encoder, questions, answers, run.max_question_length, run.max_answer_length,
+                                 overlap=run.overlap)
 
 
 @pytest.fixture(scope="module")
@@ -306,6 +319,34 @@ def test_rank_scores_and_orders_candidates(name, served, expected):
 @pytest.mark.parametrize("name", NAMES)
 def test_an_empty_batch_gives_no_scores(name, served):
     assert served[name]["text_empty"] == {"score": []}
+    assert served[name]["ids_empty"] == {"score": []}
+
+
+FEATURE_NAMES_IN_ZOO = [name for name in NAMES if zoo.describe(name).get("overlap_features")]
+
+
+def test_the_zoo_has_overlap_feature_models():
+    assert {"ctrn", "qrnn"} <= set(FEATURE_NAMES_IN_ZOO)
+
+
+@pytest.mark.parametrize("name", FEATURE_NAMES_IN_ZOO)
+def test_overlap_features_are_computed_in_the_graph(name, exports, served, expected):
+    """The text signatures compute the overlap features from the exported document frequencies: their scores
+    match Keras fed the pipeline's features, and differ from Keras fed zero features (so they are used)."""
+    made = exports[name]
+    version_dir, run = made["version_dir"], made["run"]
+    meta = export.read_metadata(version_dir)
+    assert meta["num_features"] == len(FEATURE_NAMES)
+    assert meta["signatures"]["serve_ids"]["features"] == ["float32", [None, len(FEATURE_NAMES)]]
+    assert meta["overlap_features"]["num_documents"] == len(TRAINING_TEXTS)
+    asset = version_dir / "assets" / meta["overlap_features"]["document_frequencies_file"]
+    assert asset.read_text(encoding="utf-8") == open(run.overlap.path, encoding="utf-8").read()
+    onnx_dir = made["onnx"].path.parent
+    assert (onnx_dir / "document_frequencies.tsv").read_text(encoding="utf-8") == asset.read_text(encoding="utf-8")
+    ids = _ids(run, *_cases()["tricky"])
+    assert np.ptp(ids["features"][:, 0]) > 0, "the tricky pairs should differ in overlap"
+    without = run.model.predict(dict(ids, features=np.zeros_like(ids["features"])), verbose=0)[:, 1]
+    assert np.max(np.abs(without - np.asarray(served[name]["text"]["tricky"]))) > 1e-3
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -324,6 +365,7 @@ def test_rest_and_grpc_requests_reach_the_signatures(name, served, expected):
     tricky = expected[name]["tricky"]
     np.testing.assert_allclose(served[name]["rest_text"], tricky, atol=1e-5, rtol=0)
     np.testing.assert_allclose(served[name]["rest_ids"], tricky, atol=1e-5, rtol=0)
+    np.testing.assert_allclose(served[name]["grpc_ids"], tricky, atol=1e-5, rtol=0)
     np.testing.assert_allclose(served[name]["grpc_text"], tricky, atol=1e-5, rtol=0)
     for key in ("rest_rank", "grpc_rank"):
         np.testing.assert_allclose(served[name][key]["scores"], expected[name]["rank"], atol=1e-5, rtol=0)
@@ -356,7 +398,7 @@ def test_onnx_matches_keras(name, exports, expected):
     cases = _cases()
     for case in ("tricky", "many"):
         ids = _ids(made["run"], *cases[case])
-        (scores,) = session.run(["score"], {"question": ids["question"], "answer": ids["answer"]})
+        (scores,) = session.run(["score"], ids)
         assert np.isfinite(scores).all()
         np.testing.assert_allclose(scores, expected[name][case], atol=1e-4, rtol=0, err_msg=case)
     assert (result.path.parent / "vocabulary.txt").read_text(encoding="utf-8").split("\n")[0] == WORDS[0]

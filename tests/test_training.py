@@ -118,3 +118,104 @@ def test_predict_reads_candidates_from_a_file(trained_run, tmp_path, capsys):
     lines = capsys.readouterr().out.strip().splitlines()
     assert sorted(line.split("\t")[2] for line in lines) == ["first answer .", "second answer , longer ."]
     assert cli.main(["predict", str(trained_run), "--question", "which answer ?"]) == 2
+
+
+def test_scoring_no_pairs_gives_no_scores(trained_run):
+    run = training.load_run(trained_run)
+    scores = run.score([], [])
+    assert scores.shape == (0,) and scores.dtype == np.float32
+
+
+# A small CTRN so a real TrecQA raw run with the four overlap features takes seconds.
+SMALL_CTRN = ["--set", "filters=16", "--set", "dense_units=8"]
+
+
+@pytest.fixture(scope="module")
+def ctrn_run(data_dir, tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("runs") / "ctrn"
+    assert cli.main(["train", "ctrn", "--dataset", "trecqa-raw", "--data-dir", str(data_dir), "--train-split",
+                     "train", "--max-train-questions", "10", "--epochs", "1", "--run-dir", str(run_dir),
+                     *SMALL_CTRN]) == 0
+    return run_dir
+
+
+def test_overlap_features_are_fed_through_training(ctrn_run, data_dir):
+    """`ctrn` takes the overlap features: IDF from the training texts only, saved with the run, computed the
+    same way when the run is loaded back, and changing them changes the scores."""
+    from keras_match.datasets import trecqa
+    from keras_match.features import OverlapFeatures
+
+    config = json.loads((ctrn_run / "config.json").read_text())
+    assert config["overlap_features"] is True and config["preset"]["model"]["num_features"] == 4
+    run = training.load_run(ctrn_run)
+    assert sorted(t.name for t in run.model.inputs) == ["answer", "features", "question"]
+    assert isinstance(run.overlap, OverlapFeatures)
+    train = trecqa.load("raw", data_dir, train_split="train")["train"].head(10).pairs()
+    assert run.overlap.num_documents == len(np.unique(train.questions)) + len(train.answers)
+    rebuilt = OverlapFeatures.build(np.concatenate([np.unique(train.questions), train.answers]))
+    assert open(rebuilt.path).read() == (ctrn_run / "document_frequencies.tsv").read_text()
+
+    questions = ["When was the Teapot Dome scandal?"] * 3
+    answers = ["The Teapot Dome scandal broke in 1923 .", "Nothing in common here .", ""]
+    inputs = training.encode_pairs(run.encoder, questions, answers, run.max_question_length,
+                                   run.max_answer_length, overlap=run.overlap)
+    np.testing.assert_allclose(inputs["features"], run.overlap(questions, answers).numpy(), atol=0)
+    assert inputs["features"][0, 0] > 0 and inputs["features"][2].tolist() == [0.0, 0.0, 0.0, 0.0]
+    probabilities = run.model.predict(inputs, verbose=0)[:, 1]
+    np.testing.assert_allclose(run.score(questions, answers), probabilities, atol=1e-6)
+    swapped = run.model.predict(dict(inputs, features=inputs["features"][::-1].copy()), verbose=0)[:, 1]
+    assert np.max(np.abs(swapped - probabilities)) > 1e-4
+
+
+def test_overlap_features_use_the_truncated_texts(ctrn_run):
+    """Words past the model's maximum length change neither the ids nor the features."""
+    run = training.load_run(ctrn_run)
+    question = "When was the Teapot Dome scandal ?"
+    filler = " ".join(["filler"] * run.max_answer_length)
+    answers = [filler, filler + " Teapot Dome scandal 1923"]
+    inputs = training.encode_pairs(run.encoder, [question] * 2, answers, run.max_question_length,
+                                   run.max_answer_length, overlap=run.overlap)
+    assert inputs["features"][0].tolist() == inputs["features"][1].tolist()
+    assert run.score([question] * 2, answers)[0] == run.score([question] * 2, answers)[1]
+
+
+def test_batches_trim_ids_but_keep_every_feature():
+    ids = np.array([[5, 6, 0, 0], [7, 0, 0, 0]], np.int32)
+    features = np.arange(8, dtype=np.float32).reshape(2, 4)
+    ((batch,),) = training.make_dataset({"question": ids, "answer": ids, "features": features}, batch_size=2)
+    assert batch["question"].shape == (2, 2) and batch["answer"].shape == (2, 2)
+    np.testing.assert_array_equal(batch["features"].numpy(), features)
+
+
+def test_num_features_without_overlap_features_is_refused():
+    from keras_match import zoo
+
+    with pytest.raises(ValueError, match="num_features=2"):
+        training.overlap_features_of(zoo.resolve("ctrn", num_features=2))
+    assert training.overlap_features_of(zoo.resolve("ctrn", overlap_features=False)) is False
+    assert zoo.resolve("ctrn", overlap_features=False)["model"]["num_features"] == 0
+    assert training.overlap_features_of(zoo.resolve("qrnn_wikiqa", overlap_features=True)) is True
+
+
+def test_a_run_without_its_document_frequencies_is_refused(ctrn_run, tmp_path):
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(ctrn_run, copy)
+    (copy / "document_frequencies.tsv").unlink()
+    with pytest.raises(FileNotFoundError, match="document_frequencies.tsv"):
+        training.load_run(copy)
+
+
+def test_a_feature_run_exports_with_features_in_the_graph(ctrn_run, tmp_path):
+    import tensorflow as tf
+
+    from keras_match import export
+
+    run = training.load_run(ctrn_run)
+    version_dir = export.saved_model(ctrn_run, tmp_path / "ctrn", warmup=False)
+    loaded = tf.saved_model.load(str(version_dir))
+    questions = ["When was the Teapot Dome scandal?", "who wrote hamlet ?"]
+    answers = ["The Teapot Dome scandal broke in 1923 .", "Shakespeare wrote it ."]
+    served = loaded.signatures["serving_default"](question=tf.constant(questions), answer=tf.constant(answers))
+    np.testing.assert_allclose(served["score"].numpy(), run.score(questions, answers), atol=1e-5)
