@@ -8,10 +8,17 @@ Runs by hand (minutes to hours on a CPU), never in the test suite. Example:
 prints one JSON object: per-seed dev/test MAP, MRR, P@1, best epoch and wall time, their means and standard
 deviations over seeds (on 68 TrecQA test questions a 0.01-0.02 MAP difference between single runs is noise,
 so compare means), and the paper's reported figures from the zoo preset.
+
+A benchmark without a test split (SemEval-2016 3A here: train and dev only) would have its model chosen on the
+split it is scored on. `--holdout-dev 0.2` instead chooses the model on the last 20% of the training questions
+(trained on the rest) and scores the benchmark's dev split as the test split:
+
+    python benchmarks/reproduce.py ctrn_semeval --dataset semeval2016 --holdout-dev 0.2
 """
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 import pathlib
@@ -30,6 +37,9 @@ def main(argv=None):
     parser.add_argument("--epochs", type=int, default=None)
     parser.add_argument("--out", default="runs/reproduce", help="folder for the run directories")
     parser.add_argument("--set", action="append", metavar="KEY=JSON", default=[])
+    parser.add_argument("--holdout-dev", type=float, default=None, metavar="FRACTION",
+                        help="choose the model on the last FRACTION of the training questions and score the "
+                        "dataset's dev split as test (for benchmarks without a test split)")
     args = parser.parse_args(argv)
 
     from keras_match import zoo
@@ -37,11 +47,14 @@ def main(argv=None):
 
     overrides = {k: json.loads(v) for k, _, v in (s.partition("=") for s in args.set)}
     dataset = load_dataset(args.dataset, train_split=args.train_split)
+    if args.holdout_dev:
+        dataset = holdout_dev(dataset, args.holdout_dev)
+    tag = f"-holdout{args.holdout_dev:g}" if args.holdout_dev else ""
     results = {}
     for name in args.names:
         runs = []
         for seed in args.seeds:
-            run_dir = pathlib.Path(args.out) / f"{name}-{args.dataset}-{args.train_split or 'default'}-s{seed}"
+            run_dir = pathlib.Path(args.out) / f"{name}-{args.dataset}-{args.train_split or 'default'}{tag}-s{seed}"
             metrics_file = run_dir / "metrics.json"
             if metrics_file.exists():  # finished earlier: reuse rather than retrain
                 report = json.loads(metrics_file.read_text())
@@ -73,6 +86,8 @@ def main(argv=None):
         results[name] = {
             "dataset": args.dataset,
             "train_split": args.train_split,
+            "holdout_dev": args.holdout_dev,
+            "counts": {k: v.counts() for k, v in dataset.splits.items()},
             "overrides": overrides,
             "runs": runs,
             "summary": summary,
@@ -80,6 +95,26 @@ def main(argv=None):
         }
     json.dump(results, sys.stdout, indent=2)
     print()
+
+
+def holdout_dev(dataset, fraction):
+    """The dataset with the last `fraction` of its training questions as `dev` and its `dev` split as `test`."""
+    from keras_match.datasets.base import MatchingDataset
+
+    if not 0 < fraction < 1:
+        raise ValueError(f"--holdout-dev must be a fraction in (0, 1), got {fraction}")
+    if "test" in dataset:
+        raise ValueError(f"{dataset.name} has a test split: choose on its dev split instead of --holdout-dev")
+    train = dataset["train"]
+    n = max(1, round(train.num_questions * fraction))
+    source = f"{train.source} (last {n} of {train.num_questions} questions)"
+    splits = {
+        "train": dataclasses.replace(train, questions=train.questions[:-n]),
+        "dev": dataclasses.replace(train, name="dev", questions=train.questions[-n:], source=source),
+        "test": dataclasses.replace(dataset["dev"], name="test"),
+    }
+    metadata = dict(dataset.metadata, holdout_dev=fraction)
+    return MatchingDataset(dataset.name, splits, variant=dataset.variant, metadata=metadata)
 
 
 if __name__ == "__main__":

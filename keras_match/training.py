@@ -44,14 +44,18 @@ RANKING_METRICS = ("map", "mrr", "p@1")
 DATASET_SPECS = {
     "trecqa-clean": ("trecqa", "clean"),
     "trecqa-raw": ("trecqa", "raw"),
+    # raw dev/test with every question, those without a relevant answer scored 0: trec_eval's figure
+    "trecqa-raw-trec-eval": ("trecqa", "raw", {"no_positive": "zero"}),
     "wikiqa": ("wikiqa", None),
     "semeval2016": ("semeval2016", None),
 }
 
 
 def load_dataset(spec, data_dir=None, train_split=None, download=False):
-    """Load a dataset by its command-line name (`trecqa-clean`, `trecqa-raw`, `wikiqa`, `semeval2016`),
-    or from a path to the user's TSV/JSONL file or folder. A `MatchingDataset` is returned unchanged.
+    """Load a dataset by its command-line name (`trecqa-clean`, `trecqa-raw`, `trecqa-raw-trec-eval`, `wikiqa`,
+    `semeval2016`), or from a path to the user's TSV/JSONL file or folder. A `MatchingDataset` is returned
+    unchanged. `trecqa-raw` drops the raw dev/test questions without a relevant answer; `trecqa-raw-trec-eval`
+    keeps them and scores them 0, as trec_eval does on the full raw qrels.
 
     `train_split` chooses TrecQA's training set (`"train-all"`, the default, or `"train"`).
 
@@ -62,8 +66,8 @@ def load_dataset(spec, data_dir=None, train_split=None, download=False):
     if isinstance(spec, MatchingDataset):
         return spec
     if spec in DATASET_SPECS:
-        name, variant = DATASET_SPECS[spec]
-        kwargs = {}
+        name, variant, *options = DATASET_SPECS[spec]
+        kwargs = dict(options[0]) if options else {}
         if train_split is not None:
             if name != "trecqa":
                 raise ValueError(f"--train-split applies to TrecQA only, not to {spec!r}")

@@ -348,3 +348,35 @@ def test_wikiqa_test_filtered_matches_trec_eval(data_dir, tmp_path):
     assert ours["num_questions"] == 237
     for name, measure in TREC_MEASURES.items():
         assert ours[name] == pytest.approx(_mean(per_query, per_query, measure), abs=1e-6), name
+
+
+def test_trecqa_raw_trec_eval_spec_reproduces_trec_eval_on_the_full_qrels(data_dir):
+    """`trecqa-raw-trec-eval` keeps the 6 raw test questions without a relevant answer and scores them 0: the
+    mean then equals trec_eval's (pytrec_eval) mean over every question of the official raw-test qrels, which
+    the usual `trecqa-raw` (questions dropped) does not."""
+    from keras_match.training import load_dataset, no_positive_rule
+
+    full = load_dataset("trecqa-raw-trec-eval", data_dir=data_dir)
+    dropped = load_dataset("trecqa-raw", data_dir=data_dir)
+    assert full["test"].num_questions == 95 and dropped["test"].num_questions == 89
+    assert no_positive_rule(full) == "zero" and no_positive_rule(dropped) == "skip"
+    pairs = full["test"].pairs()
+    scores = np.array([len(set(q.lower().split()) & set(a.lower().split())) / (1 + len(a.split()))
+                       for q, a in zip(pairs.questions, pairs.answers)])
+    ours = metrics.evaluate_ranking(pairs.qids, pairs.aids, scores, pairs.labels, metrics=("map", "mrr"),
+                                    no_positive="zero")
+    run = {}
+    for qid, aid, score in zip(pairs.qids, pairs.aids, scores):
+        run.setdefault(str(qid), {})[str(aid)] = float(score)
+    with open(full.metadata["qrels"]["test"]) as f:
+        qrels = pytrec_eval.parse_qrel(f)
+    assert len(qrels) == 95
+    per_query = pytrec_eval.RelevanceEvaluator(qrels, {"map", "recip_rank"}).evaluate(run)
+    assert len(per_query) == 95
+    for ours_key, trec_key in (("map", "map"), ("mrr", "recip_rank")):
+        expected = np.mean([v[trec_key] for v in per_query.values()])
+        assert ours[ours_key] == pytest.approx(expected, abs=1e-12)
+    skipped = metrics.evaluate_ranking(*(lambda p: (p.qids, p.aids))(dropped["test"].pairs()),
+                                       scores[np.isin(pairs.qids, dropped["test"].pairs().qids)],
+                                       dropped["test"].pairs().labels, metrics=("map",))
+    assert skipped["map"] == pytest.approx(ours["map"] * 95 / 89, abs=1e-9)

@@ -63,7 +63,7 @@ def names() -> list[str]:
     return list(_LOADERS)
 
 
-def load(name, variant=None, data_dir=None, *, train_split=None, download=False) -> MatchingDataset:
+def load(name, variant=None, data_dir=None, *, train_split=None, download=False, **options) -> MatchingDataset:
     """Load a benchmark by name, or user data from a path.
 
     Args:
@@ -76,6 +76,7 @@ def load(name, variant=None, data_dir=None, *, train_split=None, download=False)
         train_split: the benchmark's training file (TrecQA: ``"train-all"`` or ``"train"``); ``None`` selects
             its default. Not allowed with a path.
         download: fetch missing benchmark files first (see :func:`keras_match.datasets.download.download`).
+        **options: the benchmark loader's own options (TrecQA: ``no_positive="skip" | "zero"``).
 
     Returns:
         The dataset, with splits ``"train"``, ``"dev"`` and ``"test"`` (``semeval2016``: ``"train"`` and
@@ -90,9 +91,10 @@ def load(name, variant=None, data_dir=None, *, train_split=None, download=False)
     """
     loader = _LOADERS.get(name) if isinstance(name, str) else None
     if loader is not None:
-        return loader(variant, data_dir, train_split=train_split, download=download)
+        return loader(variant, data_dir, train_split=train_split, download=download, **options)
     if isinstance(name, (str, os.PathLike)) and str(name) and os.path.exists(name):
-        options = {"variant": variant, "data_dir": data_dir, "train_split": train_split, "download": download}
+        options = {"variant": variant, "data_dir": data_dir, "train_split": train_split, "download": download,
+                   **options}
         given = [option for option, value in options.items() if value not in (None, False)]
         if given:
             raise ValueError(f"{given} apply to named benchmarks only, not to the path {str(name)!r}")

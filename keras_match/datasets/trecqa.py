@@ -70,14 +70,19 @@ def split_files(variant=None, train_split=None) -> dict[str, str]:
     }
 
 
-def load(variant=None, data_dir=None, *, train_split=None, download=False) -> MatchingDataset:
+NO_POSITIVE_RULES = ("skip", "zero")
+
+
+def load(variant=None, data_dir=None, *, train_split=None, no_positive="skip", download=False) -> MatchingDataset:
     """Load TrecQA.
 
     Conventions: the training split keeps every question. The clean dev/test files are used as shipped
     (nothing dropped). From the raw dev/test files, questions without any relevant candidate are dropped
     (``Split.dropped == {"no positive answer": n}``: 3 of 81 dev and 6 of 95 test questions), the usual
-    reporting convention (trec_eval run on the full raw qrels would count them with average precision 0);
-    questions whose candidates are all relevant (13 dev, 21 test) are kept, as trec_eval scores them.
+    reporting convention, unless ``no_positive="zero"``: then they are kept and score 0, which is what
+    trec_eval gives on the full raw qrels (it averages over every qrels question and a question without a
+    relevant answer has average precision and reciprocal rank 0). Questions whose candidates are all relevant
+    (13 dev, 21 test) are kept, as trec_eval scores them.
 
     Args:
         variant: ``"clean"`` (default) or ``"raw"`` dev/test files; ``"train"`` or ``"train-all"`` name the
@@ -85,6 +90,8 @@ def load(variant=None, data_dir=None, *, train_split=None, download=False) -> Ma
         data_dir: the data directory; default ``$KERAS_MATCH_DATA``, else the user cache
             (see :func:`keras_match.datasets.resolve_data_dir`).
         train_split: ``"train-all"`` (default, TRAIN-ALL) or ``"train"`` (the small manually checked TRAIN).
+        no_positive: raw dev/test questions without a relevant answer: ``"skip"`` (default, dropped) or
+            ``"zero"`` (kept, scored 0: trec_eval's figure; ``metadata["no_positive_rule"]`` says which).
         download: fetch missing files first (needs ``$KERAS_MATCH_DATA_URL`` or a mirror, see
             :func:`keras_match.datasets.download.download`).
 
@@ -100,10 +107,11 @@ def load(variant=None, data_dir=None, *, train_split=None, download=False) -> Ma
     variant, train_split = _variant_and_train_split(variant, train_split)
     variant = choose("variant", variant, VARIANTS, NAME)
     train_split = choose("train_split", train_split, tuple(TRAIN_SPLITS), NAME)
+    no_positive = choose("no_positive", no_positive, NO_POSITIVE_RULES, NAME)
     files = split_files(variant, train_split)
     root = locate(NAME, files.values(), data_dir, download)
     splits = {name: read_split(name, root / relative, COLUMNS) for name, relative in files.items()}
-    if variant == "raw":
+    if variant == "raw" and no_positive == "skip":
         splits["dev"] = drop_no_positive(splits["dev"])
         splits["test"] = drop_no_positive(splits["test"])
     qrels = {name: str(root / "trecqa" / "qrels" / f"{_stem(relative)}.qrels") for name, relative in files.items()}
@@ -112,6 +120,8 @@ def load(variant=None, data_dir=None, *, train_split=None, download=False) -> Ma
         if variant == "clean"
         else "raw dev/test without the questions lacking a relevant answer (the usual reporting convention; "
         "trec_eval run on the full raw qrels would count them with average precision 0)"
+        if no_positive == "skip"
+        else "raw dev/test, every question; those lacking a relevant answer score 0 (trec_eval on the full qrels)"
     )
     return MatchingDataset(
         NAME,
@@ -122,7 +132,7 @@ def load(variant=None, data_dir=None, *, train_split=None, download=False) -> Ma
             "train_split": train_split,
             "qrels": qrels,
             "evaluation": evaluation,
-            "no_positive_rule": "skip",
+            "no_positive_rule": "zero" if variant == "raw" and no_positive == "zero" else "skip",
         },
     )
 
