@@ -108,7 +108,8 @@ def build_parser():
     p = sub.add_parser("train", help="train a zoo model and print its test MAP / MRR / P@1")
     p.add_argument("name", help="zoo entry, see `keras-match zoo`")
     p.add_argument("--dataset", default="trecqa-clean",
-                   help="trecqa-clean, trecqa-raw, wikiqa, semeval2016, or a path to TSV/JSONL files")
+                   help="trecqa-clean, trecqa-raw, trecqa-raw-trec-eval, wikiqa, semeval2016, or a path to "
+                   "TSV/JSONL files")
     p.add_argument("--train-split", choices=["train-all", "train"], default=None,
                    help="TrecQA training set (default train-all)")
     p.add_argument("--data-dir", default=None, help="benchmark data folder (default $KERAS_MATCH_DATA)")
@@ -125,7 +126,8 @@ def build_parser():
 
     p = sub.add_parser("evaluate", help="score a trained run on a dataset's test split")
     p.add_argument("run_dir")
-    p.add_argument("--dataset", required=True)
+    p.add_argument("--dataset", required=True,
+                   help="as for train; trecqa-raw-trec-eval scores raw TrecQA as trec_eval does on the full qrels")
     p.add_argument("--split", default=None, help="default: test (dev when there is no test split)")
     p.add_argument("--data-dir", default=None)
     p.add_argument("--json", action="store_true", help="also print the figures as JSON")
