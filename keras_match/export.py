@@ -140,12 +140,15 @@ def _num_features(run: Run):
         from keras_match.features import FEATURE_NAMES
 
         width = next(t.shape[-1] for t in model.inputs if t.name == "features")
-        if overlap is None or width != len(FEATURE_NAMES):
+        if width != len(FEATURE_NAMES):
             raise ValueError(
                 f"model {model.name!r} takes a 'features' input of width {width}; the exported signatures can "
-                f"compute only the {len(FEATURE_NAMES)} word-overlap features of keras_match.features, which "
-                "need the run's OverlapFeatures (Run.overlap, from RUN_DIR/document_frequencies.tsv)"
-                + ("" if overlap is None else f", not {width} features")
+                f"compute only the {len(FEATURE_NAMES)} word-overlap features of keras_match.features"
+            )
+        if overlap is None:
+            raise ValueError(
+                f"model {model.name!r} takes the word-overlap 'features'; exporting it needs the run's "
+                "OverlapFeatures (Run.overlap, loaded from RUN_DIR/document_frequencies.tsv by load_run)"
             )
         return width
     raise ValueError(

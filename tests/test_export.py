@@ -102,7 +102,7 @@ def _tiny_model(vocab_size, features=False):
     pooled = [keras.layers.GlobalAveragePooling1D()(keras.layers.Embedding(vocab_size, 4)(x))
               for x in inputs.values()]
     if features:
-        inputs["features"] = keras.Input((2,), dtype="float32", name="features")
+        inputs["features"] = keras.Input((int(features),), dtype="float32", name="features")
         pooled.append(inputs["features"])
     return keras.Model(inputs, keras.layers.Dense(2, activation="softmax")(keras.layers.Concatenate()(pooled)))
 
@@ -173,9 +173,11 @@ def test_unconvertible_ops_are_caught(tmp_path):
     assert not (tmp_path / "onnx" / "1").exists()
 
 
-def test_models_with_other_inputs_are_refused(run, tmp_path):
-    with pytest.raises(ValueError, match="features"):
-        export.saved_model(_tiny_model(run.encoder.vocab_size, features=True), tmp_path / "m",
+@pytest.mark.parametrize("width, message", [(2, "input of width 2"), (4, "needs the run's OverlapFeatures")])
+def test_models_with_features_the_graph_cannot_compute_are_refused(run, tmp_path, width, message):
+    """Only the four overlap features can be computed from text, and only with the run's frequencies."""
+    with pytest.raises(ValueError, match=message):
+        export.saved_model(_tiny_model(run.encoder.vocab_size, features=width), tmp_path / "m",
                            encoder=run.encoder, max_question_length=4, max_answer_length=4)
     assert not (tmp_path / "m").exists()
 
