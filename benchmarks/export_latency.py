@@ -9,7 +9,8 @@ built from TrecQA TRAIN-ALL the way `keras_match.train` builds it. Then:
 - latency of ranking one question against 30 candidate answers (real TrecQA test questions; candidates cycled
   to 30), p50 / p99 over `--queries` calls: through the loaded SavedModel's `rank` and `serving_default`
   signatures (raw text, tokenized in the graph) and through onnxruntime (ids tokenized beforehand, trimmed to
-  the group's longest text as the graph does; tokenization not timed);
+  the group's longest text as the graph does, and the overlap features of `ctrn` / `qrnn` runs computed
+  beforehand; tokenization and features not timed);
 - throughput at batch 256 (TrecQA test pairs), pairs per second, for the same three paths;
 - one batch of 3000 pairs through `serving_default` (time, finite scores, the process' peak RSS before/after).
 
@@ -129,8 +130,9 @@ def main(argv=None):
         lq, la = run.max_question_length, run.max_answer_length
 
         def ids_of(questions, answers):
-            ids = training.encode_pairs(run.encoder, questions, answers, lq, la)
-            return {k: v[:, : max(1, int((v != 0).sum(axis=1).max()))] for k, v in ids.items()}
+            ids = training.encode_pairs(run.encoder, questions, answers, lq, la, overlap=run.overlap)
+            return {k: v[:, : max(1, int((v != 0).sum(axis=1).max()))] if k in training.TEXT_INPUTS else v
+                    for k, v in ids.items()}
 
         group_ids = [ids_of([q] * len(a), a) for q, a in groups]
         batch_ids = [ids_of(q, a) for q, a in batches]
