@@ -123,6 +123,8 @@ def encode_pairs(encoder, questions, answers, max_question_length, max_answer_le
         "answer": encoder.encode(answers, max_answer_length).numpy(),
     }
     if overlap is not None:
+        from keras_match.features import FEATURE_NAMES
+
         chunks = [
             overlap(
                 questions[i : i + FEATURES_BATCH],
@@ -133,7 +135,9 @@ def encode_pairs(encoder, questions, answers, max_question_length, max_answer_le
             for i in range(0, len(questions), FEATURES_BATCH)
         ]
         inputs["features"] = (
-            np.concatenate(chunks).astype(np.float32) if chunks else np.zeros([0, 4], np.float32)
+            np.concatenate(chunks).astype(np.float32)
+            if chunks
+            else np.zeros([0, len(FEATURE_NAMES)], np.float32)
         )
     return inputs
 
@@ -431,12 +435,13 @@ def train(
     if max_train_questions:
         train_split_data = train_split_data.head(max_train_questions)
     train_pairs = train_split_data.pairs()
+    # the training documents: each distinct question once and every answer (the vocabulary and, as Severyn &
+    # Moschitti count them, the overlap features' document frequencies)
+    documents = np.concatenate([np.unique(train_pairs.questions), train_pairs.answers])
     if resuming and files.vocabulary.exists():
         encoder = text.TextEncoder.from_file(files.vocabulary)
     else:
-        encoder = text.TextEncoder.build(
-            np.concatenate([np.unique(train_pairs.questions), train_pairs.answers])
-        )
+        encoder = text.TextEncoder.build(documents)
         encoder.save_vocabulary(files.vocabulary)
     overlap = None
     if use_overlap:
@@ -445,11 +450,7 @@ def train(
         if resuming and files.document_frequencies.exists():
             overlap = OverlapFeatures.from_file(files.document_frequencies)
         else:
-            # IDF from the training texts only, each distinct question and every answer one document (Severyn
-            # & Moschitti's choice of documents)
-            overlap = OverlapFeatures.build(
-                np.concatenate([np.unique(train_pairs.questions), train_pairs.answers])
-            )
+            overlap = OverlapFeatures.build(documents)  # IDF from the training texts only
             overlap.save(files.document_frequencies)
             overlap = OverlapFeatures.from_file(files.document_frequencies)
     _write_json(files.config, config)
