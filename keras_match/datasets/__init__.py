@@ -1,4 +1,4 @@
-"""Answer-selection benchmarks and user data as question-grouped splits.
+"""Answer-selection benchmarks and user data as question-grouped splits, and sentence-pair classification sets.
 
 >>> from keras_match import datasets
 >>> ds = datasets.load("trecqa")                 # clean dev/test, TRAIN-ALL
@@ -8,23 +8,37 @@
 Benchmarks (:func:`names`): ``"trecqa"`` (variants ``"clean"``, ``"raw"``; ``train_split`` ``"train-all"`` or
 ``"train"``), ``"wikiqa"`` (filtered dev/test), ``"semeval2016"`` (subtask A, splits ``"train"`` and ``"dev"``
 only; variants ``"official"``, ``"filtered"``). Each module documents its files and which questions are dropped
-from evaluation splits and why; ``Split.dropped`` records the counts.
+from evaluation splits and why; ``Split.dropped`` records the counts. These load as :class:`MatchingDataset`
+(``task == "ranking"``).
+
+Sentence-pair classification benchmarks load as :class:`ClassificationDataset` (``task == "classification"``),
+whose :class:`PairSplit` objects are parallel arrays of pair ids, first / second sentences and class indices
+into ``label_names``: ``"sick"`` (SemEval-2014 Task 1 entailment: train / dev = trial / test, 3 classes),
+``"snli"`` (SNLI 1.0 ``"dev"`` and ``"test"`` only, no training split; pairs without a gold label dropped) and
+``"msrp"`` (paraphrase, 2 classes; dev = the last 400 pairs of the train file).
+
+>>> sick = datasets.load("sick")
+>>> sick.label_names                              # ('entailment', 'neutral', 'contradiction')
+>>> sick["train"].counts()                        # {'pairs': 4500, 'per_class': {...}, 'dropped': {}}
+>>> inputs = sick["train"].texts()                # {'question': first sentences, 'answer': second sentences}
 
 User data: ``load("path/to/dir")`` (``train``/``dev``/``test`` ``.tsv``/``.jsonl`` files, optionally ``.gz``),
 ``load("file.tsv")`` (a single ``"test"`` split) or :func:`load_files`; formats in :mod:`.generic`.
 
 Data directory: the ``data_dir`` argument, else ``$KERAS_MATCH_DATA``, else the user cache
 (``$KERAS_MATCH_CACHE/data``, else ``~/.cache/keras_match/data``), with the layout of the project's data folder
-(``trecqa/tsv/...``, ``wikiqa/...``, ``semeval2016_task3_cqa/subtaskA/...``). Missing files can be fetched with
-``download=True`` or :func:`download` (see :mod:`.download`).
+(``trecqa/tsv/...``, ``wikiqa/...``, ``semeval2016_task3_cqa/subtaskA/...``, ``sick/semeval2014_task1/...``,
+``snli/...``, ``msrp/...``). Missing files can be fetched with ``download=True`` or :func:`download` (see
+:mod:`.download`).
 """
 
 from __future__ import annotations
 
 import os
 
-from keras_match.datasets import semeval, trecqa, wikiqa
+from keras_match.datasets import msrp, semeval, sick, snli, trecqa, wikiqa
 from keras_match.datasets.base import Candidate, DataFormatError, MatchingDataset, Pairs, Question, Split
+from keras_match.datasets.classification import ClassificationDataset, PairSplit
 from keras_match.datasets.download import ChecksumError, DownloadError, download, verify
 from keras_match.datasets.generic import load_files, load_path
 from keras_match.datasets.paths import cache_dir, resolve_data_dir
@@ -33,14 +47,19 @@ _LOADERS = {
     trecqa.NAME: trecqa.load,
     wikiqa.NAME: wikiqa.load,
     semeval.NAME: semeval.load,
+    sick.NAME: sick.load,
+    snli.NAME: snli.load,
+    msrp.NAME: msrp.load,
 }
 
 __all__ = [
     "Candidate",
     "ChecksumError",
+    "ClassificationDataset",
     "DataFormatError",
     "DownloadError",
     "MatchingDataset",
+    "PairSplit",
     "Pairs",
     "Question",
     "Split",
@@ -58,12 +77,15 @@ def names() -> list[str]:
     """The benchmark names :func:`load` accepts.
 
     Returns:
-        ``["trecqa", "wikiqa", "semeval2016"]``.
+        ``["trecqa", "wikiqa", "semeval2016", "sick", "snli", "msrp"]``: the answer-selection (ranking)
+        benchmarks, then the sentence-pair classification ones.
     """
     return list(_LOADERS)
 
 
-def load(name, variant=None, data_dir=None, *, train_split=None, download=False, **options) -> MatchingDataset:
+def load(
+    name, variant=None, data_dir=None, *, train_split=None, download=False, **options
+) -> MatchingDataset | ClassificationDataset:
     """Load a benchmark by name, or user data from a path.
 
     Args:
@@ -74,13 +96,15 @@ def load(name, variant=None, data_dir=None, *, train_split=None, download=False,
         data_dir: the data directory; default ``$KERAS_MATCH_DATA``, else the user cache (see
             :func:`resolve_data_dir`). Not allowed with a path.
         train_split: the benchmark's training file (TrecQA: ``"train-all"`` or ``"train"``); ``None`` selects
-            its default. Not allowed with a path.
+            its default (SNLI has no training split and accepts only ``None``). Not allowed with a path.
         download: fetch missing benchmark files first (see :func:`keras_match.datasets.download.download`).
         **options: the benchmark loader's own options (TrecQA: ``no_positive="skip" | "zero"``).
 
     Returns:
         The dataset, with splits ``"train"``, ``"dev"`` and ``"test"`` (``semeval2016``: ``"train"`` and
-        ``"dev"``; a path: the split files found).
+        ``"dev"``; ``snli``: ``"dev"`` and ``"test"``; a path: the split files found). A
+        :class:`MatchingDataset` for the ranking benchmarks and paths, a :class:`ClassificationDataset` for
+        ``sick``, ``snli`` and ``msrp`` (tell them apart by ``dataset.task``).
 
     Raises:
         ValueError: unknown name (not a benchmark and not an existing path), unknown variant or training

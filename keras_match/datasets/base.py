@@ -188,6 +188,9 @@ class MatchingDataset:
     variant: str | None = None
     metadata: dict = dataclasses.field(default_factory=dict)
 
+    task = "ranking"
+    """What the dataset's labels are for (``ClassificationDataset.task`` is ``"classification"``)."""
+
     def __getitem__(self, split: str) -> Split:
         try:
             return self.splits[split]

@@ -7,9 +7,11 @@ Where a file is fetched from, first match wins:
 
 1. the ``base_url`` argument, then the ``KERAS_MATCH_DATA_URL`` environment variable: a mirror of the data
    directory, each file at ``base_url + "/" + relative_path`` (``http(s)://`` or ``file://``);
-2. the file's public origin. Only WikiQA's files are unmodified originals with one (raw GitHub URLs of the
-   repositories and commits listed in ``wikiqa/SOURCE.md``). The TrecQA and SemEval TSV / qrels files were
-   derived by the data curators and exist nowhere else: without a mirror they cannot be downloaded.
+2. the file's public origin: a raw GitHub URL at the repository, commit and path listed in the dataset's
+   ``SOURCE.md``, for the files stored there unmodified: WikiQA's files, SICK's SemEval-2014 files and readme,
+   SNLI's JSONL files, and MSRP's ``LICENCE.html`` / ``README.html``. The TrecQA and SemEval TSV / qrels files
+   were derived by the data curators and MSRP's corpus files were gzip'd by them: those exist nowhere else, and
+   without a mirror they cannot be downloaded.
 
 Each file is written to a temporary file next to its destination, checked against its sha256 and only then
 moved into place (``os.replace``), so an interrupted or corrupt download never leaves a partial file behind.
@@ -80,6 +82,10 @@ def _wikiqa(name: str, sha256: str, source: str) -> RemoteFile:
     return RemoteFile(f"wikiqa/{name}", sha256, _github(repo, commit, f"{folder}/{name}"))
 
 
+_DATASET_STS = ("brmson/dataset-sts", "e1d3375f5b3bc24f21aa4e46f96eb379e9fc1081")  # sick/ and msrp/SOURCE.md
+_INFERBEDDINGS = ("uclnlp/inferbeddings", "80492a7aebcdcac21e758514c8af403d77e8594a")  # snli/SOURCE.md
+
+
 MANIFESTS: dict[str, tuple[RemoteFile, ...]] = {
     "trecqa": tuple(
         RemoteFile(f"trecqa/{path}", sha256)
@@ -122,6 +128,39 @@ MANIFESTS: dict[str, tuple[RemoteFile, ...]] = {
             ("dev.qrels", "6ad8bdeb777a54fb2dd8b23aa640724eb5481b80cdb96d5f08de9354b6d1c413"),
         )
     ),
+    "sick": tuple(
+        RemoteFile(f"sick/semeval2014_task1/{name}", sha256, _github(*_DATASET_STS, f"data/sts/sick2014/{name}"))
+        for name, sha256 in (
+            ("SICK_train.txt", "266cf8047149bd1d68138dd30439f3122bff30069740ac6705bb6197d9f1b48e"),
+            ("SICK_trial.txt", "5a88cfb62f8c6bd2a3cce0f2421ba2cb8c2be5ab4a800f6f01e2c64aafb7db56"),
+            ("SICK_test_annotated.txt", "2b8aa806658d6fc23c6824c83776c2d4fee7556000817b5ec0f982861413b7d0"),
+            ("readme.txt", "4ff14a2b07603f2214c2803a6e012048c795be5ba4e5d1d33b87d7210f633bf7"),  # the license
+        )
+    ),
+    "snli": tuple(
+        RemoteFile(f"snli/{name}", sha256, _github(*_INFERBEDDINGS, f"data/snli/{name}"))
+        for name, sha256 in (
+            ("snli_1.0_dev.jsonl.gz", "e5cfcc71b4846c40e06bae364a13312adeb434884e9a7cedf67037bdd212e39d"),
+            ("snli_1.0_test.jsonl.gz", "ef5f0721f18e6aafd80f0d67aa2ef9784277aa08ba6a582c03fc381367282ac5"),
+        )
+    ),
+    "msrp": (
+        # gzip'd by the data curators (the decompressed bytes are the originals): no public origin of these bytes
+        RemoteFile(
+            "msrp/msr_paraphrase_train.txt.gz", "c752ce9b61c2090a6f578fd651fd5227e3932f4a31d002826f932ec57e5cf55a"
+        ),
+        RemoteFile(
+            "msrp/msr_paraphrase_test.txt.gz", "20ccc1309163adfd143b66298db672499cee378a5bc87c936608dde5eea41444"
+        ),
+        # the license requires keeping LICENCE.html with the data
+        *(
+            RemoteFile(f"msrp/{name}", sha256, _github(*_DATASET_STS, f"data/para/msr/{name}"))
+            for name, sha256 in (
+                ("LICENCE.html", "dcfa8f5fd4ab9fdf4526f9ce0882327e8ee8d792b39f58783de53255a48d933c"),
+                ("README.html", "61d3c7c52b56c54a4d48a2373016a67763f82ed5cc28772d627d47d46e729df2"),
+            )
+        ),
+    ),
 }
 
 
@@ -163,19 +202,19 @@ def download(name: str, data_dir=None, base_url: str | None = None) -> list[Path
     """Download the missing files of a dataset into the data directory; present files are left alone.
 
     Args:
-        name: the dataset (``"trecqa"``, ``"wikiqa"``, ``"semeval2016"``).
+        name: the dataset (``"trecqa"``, ``"wikiqa"``, ``"semeval2016"``, ``"sick"``, ``"snli"``, ``"msrp"``).
         data_dir: the target directory; default ``$KERAS_MATCH_DATA``, else the user cache
             (see :func:`keras_match.datasets.resolve_data_dir`).
         base_url: URL of a mirror of the data directory; default ``$KERAS_MATCH_DATA_URL``, else each file's
-            public origin (WikiQA only).
+            public origin (WikiQA, SICK, SNLI; for MSRP only the license and readme).
 
     Returns:
         The paths of the files downloaded (empty when nothing was missing).
 
     Raises:
         ValueError: unknown dataset.
-        DownloadError: a missing file has no source (TrecQA and SemEval without a mirror URL; raised before
-            anything is fetched), or fetching a file failed.
+        DownloadError: a missing file has no source (TrecQA, SemEval and MSRP without a mirror URL; raised
+            before anything is fetched), or fetching a file failed.
         ChecksumError: a downloaded file has the wrong sha256 (its temporary file is deleted).
     """
     files = manifest(name)

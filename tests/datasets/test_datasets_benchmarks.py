@@ -166,7 +166,7 @@ def test_pairs_shapes_and_dtypes(trecqa_clean, semeval):
 
 
 def test_names():
-    assert datasets.names() == ["trecqa", "wikiqa", "semeval2016"]
+    assert datasets.names() == ["trecqa", "wikiqa", "semeval2016", "sick", "snli", "msrp"]
 
 
 @pytest.mark.parametrize(
@@ -189,7 +189,7 @@ def test_unknown_dataset_lists_names(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ValueError) as info:
         datasets.load("insuranceqa")
-    assert "['trecqa', 'wikiqa', 'semeval2016']" in str(info.value)
+    assert "['trecqa', 'wikiqa', 'semeval2016', 'sick', 'snli', 'msrp']" in str(info.value)
 
 
 def test_options_rejected_for_paths(tmp_path):
