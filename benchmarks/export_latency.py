@@ -65,19 +65,21 @@ def _timed(fn, repeats, warmup):
 def build_run(run_dir, data_dir):
     """The run to export: a trained run directory, or paper-sized mcan_fm with random weights."""
     from keras_match import text, training, zoo
+    from keras_match.datasets.catalog import load_by_name
+    from keras_match.preprocessing import PairPreprocessor
 
     if run_dir:
         return training.load_run(run_dir), f"run {run_dir}"
-    dataset = training.load_dataset("trecqa-clean", data_dir=data_dir)
+    dataset = load_by_name("trecqa-clean", data_dir=data_dir)
     pairs = dataset["train"].pairs()
     import numpy as np
 
     encoder = text.TextEncoder.build(np.concatenate([np.unique(pairs.questions), pairs.answers]))
     preset = zoo.resolve("mcan_fm")
     model = zoo.build(preset, vocab_size=encoder.vocab_size)
-    config = {"zoo": "mcan_fm", "max_question_length": preset["training"]["max_question_length"],
-              "max_answer_length": preset["training"]["max_answer_length"]}
-    return training.Run(model=model, encoder=encoder, config=config), (
+    preprocessor = PairPreprocessor(encoder, preset["training"]["max_question_length"],
+                                    preset["training"]["max_answer_length"])
+    return training.Run(model=model, preprocessor=preprocessor, config={"zoo": "mcan_fm"}), (
         f"mcan_fm paper settings, random weights, TrecQA train-all vocabulary ({encoder.vocab_size} ids)")
 
 
@@ -96,7 +98,8 @@ def main(argv=None):
     import onnxruntime
     import tensorflow as tf
 
-    from keras_match import export, training
+    from keras_match import export, pipeline, preprocessing
+    from keras_match.datasets.catalog import load_by_name
 
     load_average = os.getloadavg()
     run, description = build_run(args.run_dir, args.data_dir)
@@ -110,13 +113,13 @@ def main(argv=None):
         converted = export.to_onnx(version_dir)
         onnx_seconds = time.perf_counter() - start
 
-        test = list(training.load_dataset("trecqa-clean", data_dir=args.data_dir)["test"])
+        test = list(load_by_name("trecqa-clean", data_dir=args.data_dir)["test"])
         groups = []
         for question in test:
             answers = [c.text for c in question.candidates]
             answers = [answers[i % len(answers)] for i in range(args.candidates)]
             groups.append((question.text, answers))
-        pairs = training.load_dataset("trecqa-clean", data_dir=args.data_dir)["test"].pairs()
+        pairs = load_by_name("trecqa-clean", data_dir=args.data_dir)["test"].pairs()
         n = args.batch_size
         batches = [(pairs.questions[i:i + n].tolist(), pairs.answers[i:i + n].tolist())
                    for i in range(0, len(pairs) - n + 1, n)]
@@ -130,9 +133,8 @@ def main(argv=None):
         lq, la = run.max_question_length, run.max_answer_length
 
         def ids_of(questions, answers):
-            ids = training.encode_pairs(run.encoder, questions, answers, lq, la, overlap=run.overlap)
-            return {k: v[:, : max(1, int((v != 0).sum(axis=1).max()))] if k in training.TEXT_INPUTS else v
-                    for k, v in ids.items()}
+            ids = pipeline.encode(run.preprocessor, {"question": questions, "answer": answers})
+            return {k: np.asarray(v) for k, v in preprocessing.trim_padding(ids).items()}
 
         group_ids = [ids_of([q] * len(a), a) for q, a in groups]
         batch_ids = [ids_of(q, a) for q, a in batches]

@@ -93,7 +93,7 @@ def main(argv=None):
     batches = make_batches(q_lengths, a_lengths, args.batch_size, args.vocab_size, args.seed)
     common = dict(
         projection_dim=None, num_dense_layers=1, dense_units=128, dropout=0.5, l2=4e-6, num_features=0,
-        trainable_embeddings=False, embeddings=None,
+        trainable_embeddings=False, embeddings=None, head="softmax", num_classes=None,
     )
     keras.utils.set_random_seed(args.seed)
     models = {

@@ -42,19 +42,25 @@ def main(argv=None):
                         "dataset's dev split as test (for benchmarks without a test split)")
     args = parser.parse_args(argv)
 
-    from keras_match import zoo
-    from keras_match.training import load_dataset, train
+    from keras_match import cli, tasks, zoo
+    from keras_match.datasets.catalog import load_by_name
+    from keras_match.training import train
 
-    overrides = {k: json.loads(v) for k, _, v in (s.partition("=") for s in args.set)}
-    dataset = load_dataset(args.dataset, train_split=args.train_split)
+    overrides = {}
+    for name in args.names:
+        overrides.update(cli._parse_settings(name, args.set))
+    dataset = load_by_name(args.dataset, train_split=args.train_split)
     if args.holdout_dev:
         dataset = holdout_dev(dataset, args.holdout_dev)
     tag = f"-holdout{args.holdout_dev:g}" if args.holdout_dev else ""
+    figures = tasks.task_for(dataset).figures
     results = {}
     for name in args.names:
         runs = []
         for seed in args.seeds:
-            run_dir = pathlib.Path(args.out) / f"{name}-{args.dataset}-{args.train_split or 'default'}{tag}-s{seed}"
+            loss = f"-{overrides['loss']}" if overrides.get("loss") else ""
+            run_dir = (pathlib.Path(args.out)
+                       / f"{name}-{args.dataset}-{args.train_split or 'default'}{tag}{loss}-s{seed}")
             metrics_file = run_dir / "metrics.json"
             if metrics_file.exists():  # finished earlier: reuse rather than retrain
                 report = json.loads(metrics_file.read_text())
@@ -68,11 +74,14 @@ def main(argv=None):
                     "best_epoch": report["best_epoch"],
                     "epochs_run": report["epochs_run"],
                     "wall_time_s": report["wall_time_s"],
-                    "dev": {k: report["dev"][k] for k in ("map", "mrr", "p@1")},
-                    "test": {k: report["test"][k] for k in ("map", "mrr", "p@1")} if "test" in report else None,
+                    "loss_mode": report.get("loss_mode", "pointwise"),
+                    "train_pairs_per_s": report.get("train_pairs_per_s"),
+                    "dev": {k: report["dev"][k] for k in figures},
+                    "test": {k: report["test"][k] for k in figures} if "test" in report else None,
                 }
             )
-        summary = {}
+        speeds = [r["train_pairs_per_s"] for r in runs if r["train_pairs_per_s"]]
+        summary = {"train_pairs_per_s": round(statistics.mean(speeds), 1) if speeds else None}
         for split in ("dev", "test"):
             values = [r[split] for r in runs if r[split]]
             if values:
@@ -81,7 +90,7 @@ def main(argv=None):
                         "mean": round(statistics.mean(v[k] for v in values), 4),
                         "std": round(statistics.stdev(v[k] for v in values), 4) if len(values) > 1 else 0.0,
                     }
-                    for k in ("map", "mrr", "p@1")
+                    for k in figures
                 }
         results[name] = {
             "dataset": args.dataset,

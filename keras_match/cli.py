@@ -17,19 +17,33 @@ import os
 import sys
 
 
-def _print_figures(title, report):
-    figures = "  ".join(f"{k.upper()} {report[k]:.4f}" for k in ("map", "mrr", "p@1"))
-    skipped = f", {report['num_skipped']} without a positive answer skipped" if report.get("num_skipped") else ""
-    print(f"{title}: {figures}  ({report['num_questions']} questions{skipped})")
+def _parse_settings(name, items):
+    """`--set KEY=VALUE` pairs: VALUE is JSON; a setting whose preset value is text (loss, head, compression,
+    ...) also takes a bare word (`--set loss=listwise_softmax`)."""
+    from keras_match import zoo
+
+    preset = zoo.describe(name)
+    text_settings = {key for section in ("model", "training") for key, value in preset[section].items()
+                     if isinstance(value, str)} | {"loss", "head"}
+    overrides = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--set {item!r}: expected KEY=VALUE, e.g. --set lstm_units=100")
+        try:
+            overrides[key] = json.loads(value)
+        except json.JSONDecodeError:
+            if key not in text_settings:
+                raise ValueError(f"--set {key}={value}: the value must be JSON (a number, true / false, null or "
+                                 f"a quoted string)") from None
+            overrides[key] = value
+    return overrides
 
 
 def _cmd_train(args):
     from keras_match.training import train
 
-    overrides = {}
-    for item in args.set or []:
-        key, _, value = item.partition("=")
-        overrides[key] = json.loads(value) if value else None
+    overrides = _parse_settings(args.name, args.set or [])
     report = train(
         args.name,
         args.dataset,
@@ -43,26 +57,31 @@ def _cmd_train(args):
         seed=args.seed,
         **overrides,
     )
-    print(f"run written to {report['run_dir']} (best epoch {report['best_epoch']}, {report['wall_time_s']} s)")
-    _print_figures("dev", report["dev"])
-    if "test" in report:
-        _print_figures("test", report["test"])
+    print(f"run written to {report['run_dir']} (best epoch {report['best_epoch']}, {report['wall_time_s']} s, "
+          f"{report['train_pairs_per_s']} training pairs/s)")
+    for split, line in report["summary"].items():
+        print(f"{split}: {line}")
 
 
 def _cmd_evaluate(args):
-    from keras_match.training import load_dataset, load_run, no_positive_rule
+    from keras_match import tasks
+    from keras_match.datasets.catalog import load_by_name
+    from keras_match.runs import load_run
 
     run = load_run(args.run_dir)
-    dataset = load_dataset(args.dataset, data_dir=args.data_dir)
+    dataset = load_by_name(args.dataset, data_dir=args.data_dir)
+    task = tasks.task_for(dataset)
+    if task.kind != run.task.kind:
+        raise ValueError(f"{args.run_dir} is a {run.task.kind} model; {args.dataset} is a {task.kind} dataset")
     split = args.split or ("test" if "test" in dataset else "dev")
-    report = run.evaluate(dataset[split], no_positive=no_positive_rule(dataset))
-    _print_figures(f"{args.dataset} {split}", report)
+    report = run.evaluate(dataset[split], no_positive=getattr(task, "no_positive", None))
+    print(f"{args.dataset} {split}: {task.summary(report)}")
     if args.json:
         print(json.dumps(report))
 
 
 def _cmd_predict(args):
-    from keras_match.training import load_run
+    from keras_match.runs import load_run
 
     answers = list(args.answer or [])
     if args.answers_file:
@@ -71,6 +90,11 @@ def _cmd_predict(args):
     if not answers:
         raise ValueError("predict: give candidate answers with --answer or --answers-file")
     run = load_run(args.run_dir)
+    if run.head == "classification":
+        probabilities, labels = run.classify([args.question] * len(answers), answers)
+        for answer, label, row in zip(answers, labels, probabilities):
+            print(f"{label}\t{float(row.max()):.4f}\t{answer}")
+        return
     scores = run.score([args.question] * len(answers), answers)
     order = sorted(range(len(scores)), key=lambda i: -scores[i])
     for rank, i in enumerate(order, 1):
@@ -84,7 +108,8 @@ def _cmd_export(args):
         path = export.saved_model(args.run_dir, args.to, version=args.version, warmup=not args.no_warmup)
     except ImportError as error:
         raise ValueError(f"{error} (or pass --no-warmup)") from error
-    print(f"SavedModel written to {path} (signatures serving_default, serve_ids, rank)")
+    signatures = ", ".join(export.read_metadata(path)["signatures"])
+    print(f"SavedModel written to {path} (signatures {signatures})")
     if args.onnx or args.onnx_path:
         try:
             result = export.to_onnx(path, args.onnx_path, opset=args.opset)
@@ -105,11 +130,12 @@ def build_parser():
     parser = argparse.ArgumentParser(prog="keras-match", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("train", help="train a zoo model and print its test MAP / MRR / P@1")
+    p = sub.add_parser("train", help="train a zoo model and print its test figures (MAP / MRR / P@1, or "
+                       "accuracy for classification)")
     p.add_argument("name", help="zoo entry, see `keras-match zoo`")
     p.add_argument("--dataset", default="trecqa-clean",
-                   help="trecqa-clean, trecqa-raw, trecqa-raw-trec-eval, wikiqa, semeval2016, or a path to "
-                   "TSV/JSONL files")
+                   help="trecqa-clean, trecqa-raw, trecqa-raw-trec-eval, wikiqa, semeval2016 (ranking); sick, "
+                   "msrp (classification); or a path to TSV/JSONL files")
     p.add_argument("--train-split", choices=["train-all", "train"], default=None,
                    help="TrecQA training set (default train-all)")
     p.add_argument("--data-dir", default=None, help="benchmark data folder (default $KERAS_MATCH_DATA)")
@@ -121,10 +147,12 @@ def build_parser():
     p.add_argument("--max-train-questions", type=int, default=None, help="train on the first N questions")
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--set", action="append", metavar="KEY=JSON",
-                   help="override a preset setting, e.g. --set lstm_units=100 (repeatable)")
+                   help="override a preset setting, e.g. --set lstm_units=100, --set loss=listwise_softmax "
+                   "(pointwise, pairwise_hinge, listwise_softmax), --set head=score (repeatable)")
     p.set_defaults(func=_cmd_train)
 
-    p = sub.add_parser("evaluate", help="score a trained run on a dataset's test split")
+    p = sub.add_parser("evaluate", help="score a trained run on a dataset's test split (MAP / MRR / P@1 or "
+                       "accuracy / F1)")
     p.add_argument("run_dir")
     p.add_argument("--dataset", required=True,
                    help="as for train; trecqa-raw-trec-eval scores raw TrecQA as trec_eval does on the full qrels")
@@ -133,7 +161,8 @@ def build_parser():
     p.add_argument("--json", action="store_true", help="also print the figures as JSON")
     p.set_defaults(func=_cmd_evaluate)
 
-    p = sub.add_parser("predict", help="rank raw candidate answers for a raw question")
+    p = sub.add_parser("predict", help="rank raw candidate answers for a raw question (a classifier prints "
+                       "each pair's label)")
     p.add_argument("run_dir")
     p.add_argument("--question", required=True)
     p.add_argument("--answer", action="append", help="a candidate answer (repeat for each)")

@@ -22,8 +22,12 @@ version is never overwritten.
 
 Signatures of the SavedModel:
 
+Signatures, inputs and outputs are defined once in `keras_match.signatures`; every text signature calls the
+run's `keras_match.preprocessing.PairPreprocessor` in the graph and every score comes from
+`keras_match.heads.ranking_score`. For a ranking model (heads `softmax`, `score`):
+
 - `serving_default`: `question` tf.string [batch], `answer` tf.string [batch] -> `score` float32 [batch], the
-  probability that the answer is relevant. Text is tokenized in the graph with the training tokenizer
+  probability that the answer is relevant (a softmax head; a score head gives its raw score). Text is tokenized in the graph with the training tokenizer
   (`keras_match.text`, tensorflow-text ops), truncated to the training lengths (the first
   `max_question_length` / `max_answer_length` tokens). The model runs on at most `CHUNK_SIZE` (256) pairs at a
   time, each chunk's ids cut to its longest text, as `Run.score` batches them (padding never changes a score),
@@ -40,6 +44,10 @@ Signatures of the SavedModel:
 - `rank`: `question` tf.string [] (one text), `answers` tf.string [n] -> `scores` float32 [n] (the scores of
   `serving_default` for each pair) and `order` int32 [n], the candidate indices by descending score; equal
   scores keep their input order (the lower index first). `n = 0` gives empty outputs.
+
+A classifier (head `classification`, e.g. `mcan_fm` trained on SICK) has `serving_default` -> `probabilities`
+float32 [batch, classes] and `label` tf.string [batch] (the most probable label's name), `serve_ids` ->
+`probabilities`, and no `rank`; the metadata's `label_names` lists the classes in column order.
 
 The graph uses tensorflow-text ops: a Python process must `import tensorflow_text` before
 `tf.saved_model.load`. The stock TensorFlow Serving model server links those ops.
@@ -60,8 +68,9 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_match import serving, text
-from keras_match.training import Run, load_run
+from keras_match import heads, serving, signatures, text
+from keras_match.preprocessing import PairPreprocessor, trim_padding
+from keras_match.runs import Run, load_run
 
 __all__ = [
     "MAX_ONNX_OPSET",
@@ -98,27 +107,20 @@ def _next_version(base: pathlib.Path):
     return max(versions, default=0) + 1
 
 
-def _as_run(model_or_run, encoder, max_question_length, max_answer_length):
+def _as_run(model_or_run, encoder=None, max_question_length=None, max_answer_length=None, preprocessor=None):
     if isinstance(model_or_run, (str, os.PathLike)):
         return load_run(model_or_run)
     if isinstance(model_or_run, Run):
         return model_or_run
     if isinstance(model_or_run, keras.Model):
-        if encoder is None or max_question_length is None or max_answer_length is None:
-            raise ValueError(
-                "exporting a bare keras.Model needs encoder=, max_question_length= and max_answer_length="
-            )
-        if isinstance(encoder, (str, os.PathLike)):
-            encoder = text.TextEncoder.from_file(encoder)
-        config = {"max_question_length": max_question_length, "max_answer_length": max_answer_length}
-        return Run(model=model_or_run, encoder=encoder, config=config)
+        if preprocessor is None:
+            if encoder is None or max_question_length is None or max_answer_length is None:
+                raise ValueError("exporting a bare keras.Model needs preprocessor= (a PairPreprocessor), or "
+                                 "encoder=, max_question_length= and max_answer_length=")
+            preprocessor = PairPreprocessor(encoder, max_question_length=max_question_length,
+                                            max_answer_length=max_answer_length)
+        return Run(model=model_or_run, preprocessor=preprocessor, config={})
     raise TypeError(f"expected a run directory, a Run or a keras.Model, got {type(model_or_run).__name__}")
-
-
-def _trim(ids):
-    """Cut the padding columns every row shares (rows are left-aligned: padding only at the end)."""
-    longest = tf.reduce_max(tf.reduce_sum(tf.cast(tf.not_equal(ids, 0), tf.int32), axis=1))
-    return ids[:, : tf.maximum(longest, 1)]  # an empty batch gives the int32 minimum: keep one column
 
 
 def _same_batch(question, answer, what):
@@ -130,70 +132,77 @@ def _same_batch(question, answer, what):
     )
 
 
-def _num_features(run: Run):
-    """The width of the model's `features` input (0 without one), checked against the run's overlap features."""
-    model, overlap = run.model, getattr(run, "overlap", None)
-    names = sorted(getattr(t, "name", "?") for t in model.inputs)
-    if names == ["answer", "question"]:
-        return 0
-    if names == ["answer", "features", "question"]:
-        from keras_match.features import FEATURE_NAMES
+def _check_inputs(run: Run):
+    """The width of the model's `features` input (0 without one), checked against what the preprocessor makes.
 
-        width = next(t.shape[-1] for t in model.inputs if t.name == "features")
-        if width != len(FEATURE_NAMES):
-            raise ValueError(
-                f"model {model.name!r} takes a 'features' input of width {width}; the exported signatures can "
-                f"compute only the {len(FEATURE_NAMES)} word-overlap features of keras_match.features"
-            )
-        if overlap is None:
-            raise ValueError(
-                f"model {model.name!r} takes the word-overlap 'features'; exporting it needs the run's "
-                "OverlapFeatures (Run.overlap, loaded from RUN_DIR/document_frequencies.tsv by load_run)"
-            )
+    Raises:
+        ValueError: the model takes inputs the preprocessor does not make (the message names them).
+    """
+    model, preprocessor = run.model, run.preprocessor
+    names = sorted(getattr(t, "name", "?") for t in model.inputs)
+    width = next((t.shape[-1] for t in model.inputs if t.name == "features"), 0)
+    made = sorted(preprocessor.model_input_specs())
+    if names == made and width == preprocessor.num_features:
         return width
-    raise ValueError(
-        f"model {model.name!r} takes inputs {names}; the exported signatures compute only the token ids "
-        "'question' and 'answer' and the word-overlap 'features' from text"
-    )
+    if names == ["answer", "features", "question"]:
+        if not preprocessor.num_features:
+            raise ValueError(
+                f"model {model.name!r} takes the pair 'features' (width {width}) but its preprocessor makes none; "
+                "exporting it needs the run's PairPreprocessor with overlap_features=True (load_run reads it)"
+            )
+        raise ValueError(
+            f"model {model.name!r} takes a 'features' input of width {width}; its preprocessor makes the "
+            f"{preprocessor.num_features} word-overlap features of keras_match.features"
+        )
+    raise ValueError(f"model {model.name!r} takes inputs {names}; its preprocessor makes {made} from text")
 
 
 def build_archive(run: Run, chunk_size=CHUNK_SIZE):
-    """A `keras.export.ExportArchive` holding the model, the lookup tables and the three signatures.
+    """A `keras.export.ExportArchive` holding the model, the preprocessor's lookup tables and the signatures.
+
+    Every text signature calls the run's `PairPreprocessor` in the graph (the object training mapped over its
+    data), and turns the model's output into the score of its head with `keras_match.heads.ranking_score`.
 
     Args:
-        run: the model, its `TextEncoder`, the truncation lengths (`Run.config["max_question_length"]`,
-            `["max_answer_length"]`) and, for models with a `features` input, the run's
-            `keras_match.features.OverlapFeatures` (`Run.overlap`), which the text signatures call on the
-            truncated texts, as training did.
+        run: the model, its `PairPreprocessor` (`Run.preprocessor`) and, for a classifier, its label names
+            (`Run.config["label_names"]`).
         chunk_size: the text signatures run the model on at most this many pairs at a time.
 
     Returns:
-        `keras.export.ExportArchive` with endpoints `serving_default`, `serve_ids` and `rank` (see the module
-        docstring); write it with `archive.write_out(path)`.
+        `keras.export.ExportArchive` with the endpoints of `keras_match.signatures` for the model's head; write
+        it with `archive.write_out(path)`.
 
     Raises:
-        ValueError: the model takes inputs other than `question`, `answer` and the four overlap `features`,
-            takes `features` but the run has no `OverlapFeatures`, or `chunk_size` is not a positive integer.
+        ValueError: the model takes inputs its preprocessor does not make, a classifier without label names,
+            or `chunk_size` is not a positive integer.
     """
-    model, encoder, overlap = run.model, run.encoder, getattr(run, "overlap", None)
-    lq, la = int(run.max_question_length), int(run.max_answer_length)
+    model, preprocessor = run.model, run.preprocessor
+    head = heads.head_of(model)
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
         raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}")
-    num_features = _num_features(run)
+    num_features = _check_inputs(run)
+    label_names = run.label_names if head == "classification" else None
+    if head == "classification" and not label_names:
+        raise ValueError("a classifier's export needs its label names (Run.config['label_names'])")
+    inputs_table = signatures.signature_inputs(num_features, head)
     archive = keras.export.ExportArchive()
     # Not `archive.track(model)`: the endpoints capture the model's variables and the archive saves those;
     # tracking the model as well stores every weight a second time (Keras 3.15 saves the Keras variables next
     # to the tf.Variables they wrap), doubling the SavedModel's size.
-    archive.track(encoder.table)
-    if num_features:
-        archive.track(overlap)  # its document-frequency file becomes an asset
+    for table in preprocessor.lookup_tables():
+        archive.track(table)
+    if preprocessor.overlap is not None:
+        archive.track(preprocessor.overlap)  # its document-frequency file becomes an asset
+    output_key = "probabilities" if head == "classification" else "score"
+    width = [len(label_names)] if label_names else []
 
-    ids_signature = [
-        tf.TensorSpec([None, None], tf.int32, name="question"),
-        tf.TensorSpec([None, None], tf.int32, name="answer"),
-    ]
+    def run_model(inputs):
+        outputs = model(inputs, training=False)
+        if head == "classification":
+            return {output_key: tf.cast(outputs, tf.float32)}
+        return {output_key: tf.cast(heads.ranking_score(head, outputs), tf.float32)}
 
-    def run_model(question, answer, features=None):
+    def checked(question, answer, features=None):
         checks = [_same_batch(question, answer, "rows")]
         inputs = {"question": question, "answer": answer}
         if features is not None:
@@ -202,29 +211,27 @@ def build_archive(run: Run, chunk_size=CHUNK_SIZE):
                 message="features must hold one row per question/answer pair"))
             inputs["features"] = features
         with tf.control_dependencies(checks):
-            probabilities = model(inputs, training=False)
-        return {"score": tf.cast(probabilities[:, 1], tf.float32)}
+            return run_model(inputs)
 
     # One tf.function for the model, called by every endpoint: the model is traced once, not once per endpoint.
+    ids_signature = signatures.tensor_specs(inputs_table[signatures.IDS_SIGNATURE])
     if num_features:
-        ids_signature.append(tf.TensorSpec([None, num_features], tf.float32, name="features"))
 
         @tf.function(input_signature=ids_signature, autograph=False)
         def score_ids(question, answer, features):
-            return run_model(question, answer, features)
+            return checked(question, answer, features)
 
     else:
 
         @tf.function(input_signature=ids_signature, autograph=False)
         def score_ids(question, answer):
-            return run_model(question, answer)
+            return checked(question, answer)
 
     def score_chunk(questions, answers):
-        # ids cut to the chunk's longest text, as training batches are; features of the truncated texts
-        inputs = [_trim(encoder.encode(questions, lq)), _trim(encoder.encode(answers, la))]
-        if num_features:
-            inputs.append(overlap(questions, answers, lq, la))
-        return score_ids(*inputs)["score"]
+        # the preprocessor's inputs, ids cut to the chunk's longest text as training batches are
+        inputs = trim_padding(preprocessor({"question": questions, "answer": answers}))
+        ordered = [inputs["question"], inputs["answer"]] + ([inputs["features"]] if num_features else [])
+        return score_ids(*ordered)[output_key]
 
     def score_in_chunks(questions, answers):
         # Scores chunk after chunk: the memory a request of thousands of pairs needs is that of one chunk.
@@ -232,28 +239,33 @@ def build_archive(run: Run, chunk_size=CHUNK_SIZE):
         count = tf.shape(questions)[0]
         chunks = (count + chunk_size - 1) // chunk_size
 
-        def body(i, scores):
+        def body(i, results):
             start = i * chunk_size
             chunk = score_chunk(questions[start : start + chunk_size], answers[start : start + chunk_size])
-            return i + 1, scores.write(i, chunk)
+            return i + 1, results.write(i, chunk)
 
         def loop():
-            scores = tf.TensorArray(tf.float32, size=chunks, element_shape=tf.TensorShape([None]),
-                                    infer_shape=False)
-            _, scores = tf.while_loop(lambda i, _: i < chunks, body, [tf.constant(0), scores],
-                                      parallel_iterations=1)
-            return tf.reshape(scores.concat(), [count])
+            results = tf.TensorArray(tf.float32, size=chunks, element_shape=tf.TensorShape([None] + width),
+                                     infer_shape=False)
+            _, results = tf.while_loop(lambda i, _: i < chunks, body, [tf.constant(0), results],
+                                       parallel_iterations=1)
+            return tf.reshape(results.concat(), [count] + width)
 
         return tf.cond(
             count == 0,
-            lambda: tf.zeros([0], tf.float32),
+            lambda: tf.zeros([0] + width, tf.float32),
             # the common case, one chunk: no loop, the graph of plain unchunked scoring
             lambda: tf.cond(count <= chunk_size, lambda: score_chunk(questions, answers), loop),
         )
 
     def score_text(question, answer):
         with tf.control_dependencies([_same_batch(question, answer, "texts")]):
-            return {"score": score_in_chunks(tf.identity(question), tf.identity(answer))}
+            result = score_in_chunks(tf.identity(question), tf.identity(answer))
+        if head != "classification":
+            return {"score": result}
+        names = tf.constant(list(label_names), tf.string)
+        return {"probabilities": result,
+                "label": tf.gather(names, tf.argmax(result, axis=-1, output_type=tf.int32))}
 
     def rank(question, answers):
         questions = tf.fill(tf.shape(answers), question)
@@ -262,53 +274,47 @@ def build_archive(run: Run, chunk_size=CHUNK_SIZE):
         order = tf.argsort(scores, direction="DESCENDING", stable=True)
         return {"scores": scores, "order": tf.cast(order, tf.int32)}
 
-    archive.add_endpoint(
-        serving.DEFAULT_SIGNATURE,
-        score_text,
-        input_signature=[
-            tf.TensorSpec([None], tf.string, name="question"),
-            tf.TensorSpec([None], tf.string, name="answer"),
-        ],
-    )
-    archive.add_endpoint(serving.IDS_SIGNATURE, score_ids, input_signature=ids_signature)
-    archive.add_endpoint(
-        serving.RANK_SIGNATURE,
-        rank,
-        input_signature=[
-            tf.TensorSpec([], tf.string, name="question"),
-            tf.TensorSpec([None], tf.string, name="answers"),
-        ],
-    )
+    endpoints = {signatures.DEFAULT_SIGNATURE: score_text, signatures.IDS_SIGNATURE: score_ids,
+                 signatures.RANK_SIGNATURE: rank}
+    for name, inputs in inputs_table.items():
+        archive.add_endpoint(name, endpoints[name], input_signature=signatures.tensor_specs(inputs))
     return archive
 
 
 def _metadata(run: Run):
     from keras_match import __version__
 
-    num_features = _num_features(run)
+    num_features = _check_inputs(run)
+    head = heads.head_of(run.model)
+    label_names = list(run.label_names) if head == "classification" else None
+    preprocessor = run.preprocessor
     metadata = {
         "format": "keras-match SavedModel",
         "keras_match_version": __version__,
         "zoo": run.config.get("zoo"),
         "model_name": run.model.name,
-        "max_question_length": int(run.max_question_length),
-        "max_answer_length": int(run.max_answer_length),
-        "vocab_size": int(run.encoder.vocab_size),
-        "lowercase": bool(run.encoder.lowercase),
-        "vocabulary_file": os.path.basename(run.encoder.vocabulary_path),
+        "head": head,
+        "label_names": label_names,
+        "max_question_length": int(preprocessor.max_question_length),
+        "max_answer_length": int(preprocessor.max_answer_length),
+        "vocab_size": int(preprocessor.vocab_size),
+        "lowercase": bool(preprocessor.lowercase),
+        "vocabulary_file": os.path.basename(preprocessor.encoder.vocabulary_path),
         "ids": {"padding": text.PAD_ID, "unknown": text.OOV_ID, "first_word": 2},
         "num_features": num_features,
         "signatures": {name: {k: [d, s] for k, (d, s) in inputs.items()}
-                       for name, inputs in serving.signature_inputs(num_features).items()},
+                       for name, inputs in signatures.signature_inputs(num_features, head).items()},
+        "outputs": {name: {k: [d, s] for k, (d, s) in outputs.items()} for name, outputs in
+                    signatures.signature_outputs(head, len(label_names) if label_names else None).items()},
     }
     if num_features:
         from keras_match.features import FEATURE_NAMES
 
         metadata["overlap_features"] = {
             "names": list(FEATURE_NAMES),
-            "document_frequencies_file": os.path.basename(run.overlap.path),
-            "num_documents": int(run.overlap.num_documents),
-            "lowercase": bool(run.overlap.lowercase),
+            "document_frequencies_file": os.path.basename(preprocessor.overlap.path),
+            "num_documents": int(preprocessor.overlap.num_documents),
+            "lowercase": bool(preprocessor.overlap.lowercase),
         }
     return metadata
 
@@ -319,6 +325,7 @@ def saved_model(
     *,
     version=None,
     warmup=True,
+    preprocessor=None,
     encoder=None,
     max_question_length=None,
     max_answer_length=None,
@@ -326,12 +333,15 @@ def saved_model(
     """Write a SavedModel version for TensorFlow Serving.
 
     Args:
-        model_or_run: a run directory written by `keras_match.train`, a loaded `Run`, or a `keras.Model`
-            (then `encoder`, `max_question_length` and `max_answer_length` are required).
+        model_or_run: a run directory written by `keras_match.train`, a loaded `Run`, or a ranking
+            `keras.Model` (then `preprocessor`, or `encoder` with `max_question_length` and
+            `max_answer_length`, is required).
         base_dir: the model's base path (`BASE`); versions go to `BASE/<version>/`.
         version: positive int; default the next integer after the highest version present.
         warmup: write `assets.extra/tf_serving_warmup_requests` (needs tensorflow-serving-api).
-        encoder: a `keras_match.text.TextEncoder` or a vocabulary file (bare models only).
+        preprocessor: the model's `keras_match.preprocessing.PairPreprocessor` (bare models only).
+        encoder: a `keras_match.text.TextEncoder` or a vocabulary file (bare models only, without
+            `preprocessor`).
         max_question_length, max_answer_length: truncation lengths used in training (bare models only).
 
     Returns:
@@ -339,11 +349,11 @@ def saved_model(
 
     Raises:
         FileExistsError: `BASE/<version>` exists already.
-        ValueError: `version` is not a positive integer; a bare model without its encoder or lengths; a model
-            with inputs other than `question` and `answer`.
+        ValueError: `version` is not a positive integer; a bare model without its preprocessor; a model
+            whose inputs the preprocessor does not make.
         ImportError: `warmup=True` without tensorflow-serving-api (`pip install keras-match[serving]`).
     """
-    run = _as_run(model_or_run, encoder, max_question_length, max_answer_length)
+    run = _as_run(model_or_run, encoder, max_question_length, max_answer_length, preprocessor)
     base = pathlib.Path(base_dir)
     if version is not None and (not isinstance(version, int) or isinstance(version, bool) or version < 1):
         raise ValueError(f"version must be a positive integer, got {version!r}")
@@ -353,7 +363,8 @@ def saved_model(
     archive = build_archive(run)  # fails before anything is written
     records = serving.warmup_requests(base.name or "model", run.max_question_length, run.max_answer_length,
                                       large_batch=CHUNK_SIZE + 1,
-                                      num_features=_num_features(run)) if warmup else None
+                                      num_features=_check_inputs(run),
+                                      head=heads.head_of(run.model)) if warmup else None
     base.mkdir(parents=True, exist_ok=True)
     if version is None:
         version = _next_version(base)
@@ -523,11 +534,11 @@ def to_onnx(saved_model_dir, output_dir=None, *, opset=MAX_ONNX_OPSET, atol=1e-4
                              metadata["max_answer_length"], num_features=num_features)
 
     loaded = tf.saved_model.load(str(saved_model_dir))
-    function = getattr(loaded, serving.IDS_SIGNATURE)
-    input_signature = (
-        tf.TensorSpec([None, None], tf.int32, name="question"),
-        tf.TensorSpec([None, None], tf.int32, name="answer"),
-    ) + ((tf.TensorSpec([None, num_features], tf.float32, name="features"),) if num_features else ())
+    function = getattr(loaded, signatures.IDS_SIGNATURE)
+    head = metadata.get("head", "softmax")
+    input_signature = tuple(signatures.tensor_specs(
+        signatures.signature_inputs(num_features, head)[signatures.IDS_SIGNATURE]))
+    (output_name,) = signatures.signature_outputs(head)[signatures.IDS_SIGNATURE]
     expected_names = sorted(spec.name for spec in input_signature)
     # tf2onnx's progress messages and TensorFlow's harmless "Issue encountered when serializing
     # table_initializer" warnings (the graph freezing meets the vocabulary table) are not for the user.
@@ -554,11 +565,11 @@ def to_onnx(saved_model_dir, output_dir=None, *, opset=MAX_ONNX_OPSET, atol=1e-4
     except Exception as error:
         raise ExportVerificationError(f"onnxruntime cannot load the converted model: {error}") from error
     names = sorted(i.name for i in session.get_inputs())
-    if names != expected_names or [o.name for o in session.get_outputs()] != ["score"]:
+    if names != expected_names or [o.name for o in session.get_outputs()] != [output_name]:
         raise ExportVerificationError(f"unexpected ONNX inputs {names} / outputs "
                                       f"{[o.name for o in session.get_outputs()]}")
     worst, count = 0.0, 0
-    signature = loaded.signatures[serving.IDS_SIGNATURE]
+    signature = loaded.signatures[signatures.IDS_SIGNATURE]
     for sample in samples:
         if len(sample) != len(input_signature):
             raise ValueError(f"each sample must hold {len(input_signature)} arrays "
@@ -566,9 +577,9 @@ def to_onnx(saved_model_dir, output_dir=None, *, opset=MAX_ONNX_OPSET, atol=1e-4
         feeds = {spec.name: np.asarray(value, dtype=spec.dtype.as_numpy_dtype)
                  for spec, value in zip(input_signature, sample)}
         question_ids, answer_ids = feeds["question"], feeds["answer"]
-        expected = signature(**{k: tf.constant(v) for k, v in feeds.items()})["score"].numpy()
+        expected = signature(**{k: tf.constant(v) for k, v in feeds.items()})[output_name].numpy()
         try:
-            (got,) = _run_onnx(session, feeds)
+            (got,) = _run_onnx(session, feeds, output_name)
         except Exception as error:
             raise ExportVerificationError(f"onnxruntime failed on ids of shape {question_ids.shape} / "
                                           f"{answer_ids.shape}: {error}") from error
@@ -601,7 +612,8 @@ def to_onnx(saved_model_dir, output_dir=None, *, opset=MAX_ONNX_OPSET, atol=1e-4
             extra["overlap_features"] = frequencies
         onnx_metadata = dict(metadata, vocabulary_file="vocabulary.txt", **extra, onnx={
             "opset": opset, "signature": serving.IDS_SIGNATURE, "max_abs_diff": worst, "num_samples": count,
-            "saved_model": str(saved_model_dir), "inputs": onnx_inputs, "outputs": {"score": "float32 [batch]"}})
+            "saved_model": str(saved_model_dir), "inputs": onnx_inputs,
+            "outputs": {output_name: "float32 [batch]" if output_name == "score" else "float32 [batch, classes]"}})
         (staged / "keras_match.json").write_text(json.dumps(onnx_metadata, indent=2) + "\n", encoding="utf-8")
         if target.exists():
             raise FileExistsError(f"{target} appeared while exporting")
@@ -619,6 +631,6 @@ def _asset(saved_model_dir, name):
     return path
 
 
-def _run_onnx(session, feeds):
+def _run_onnx(session, feeds, output_name="score"):
     """One onnxruntime call (a separate function so tests can check that a wrong result is caught)."""
-    return session.run(["score"], feeds)
+    return session.run([output_name], feeds)

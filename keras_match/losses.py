@@ -72,6 +72,38 @@ class PointwiseCrossEntropy(keras.losses.Loss):
 
 
 @keras.saving.register_keras_serializable(package="keras_match")
+class PointwiseSigmoidCrossEntropy(keras.losses.Loss):
+    """Sigmoid cross-entropy of a raw relevance score, one candidate per example.
+
+    For models whose head outputs one raw score per pair (``keras_match.heads``, head ``"score"``):
+    ``-[y log sigmoid(s) + (1 - y) log(1 - sigmoid(s))]`` with ``y = 1`` for labels ``>= 1``.
+
+    Call args:
+        y_true: labels of shape ``[batch]`` (or ``[batch, 1]``); relevant means ``>= 1``.
+        y_pred: float scores (logits) of shape ``[batch, 1]`` or ``[batch]``.
+
+    Returns (per example, before reduction):
+        float of shape ``[batch]``.
+
+    Args:
+        name: the loss name.
+        reduction: Keras reduction over the batch (default mean, ``"sum_over_batch_size"``).
+        dtype: the dtype of the computation (default ``keras.config.floatx()``).
+    """
+
+    mode = "pointwise"
+
+    def __init__(self, name="pointwise_sigmoid_cross_entropy", reduction="sum_over_batch_size", dtype=None):
+        super().__init__(name=name, reduction=reduction, dtype=dtype)
+
+    def call(self, y_true, y_pred):
+        relevant = ops.cast(ops.greater_equal(ops.reshape(y_true, (-1,)), 1), y_pred.dtype)
+        logits = ops.reshape(y_pred, (-1,))
+        # log(1 + exp(-|s|)) + max(s, 0) - y s: the numerically stable form
+        return ops.relu(logits) - logits * relevant + ops.log1p(ops.exp(-ops.abs(logits)))
+
+
+@keras.saving.register_keras_serializable(package="keras_match")
 class PairwiseHinge(keras.losses.Loss):
     """Margin ranking (hinge) loss on (positive, negative) score pairs: ``max(0, margin - s_pos + s_neg)``.
 
@@ -151,8 +183,24 @@ class ListwiseSoftmax(keras.losses.Loss):
         return ops.sum(target * (log_target - log_probs), axis=-1)
 
 
-_LOSSES = {cls.mode: cls for cls in (PointwiseCrossEntropy, PairwiseHinge, ListwiseSoftmax)}
+_LOSSES = {
+    "pointwise": PointwiseCrossEntropy,
+    "pointwise_sigmoid": PointwiseSigmoidCrossEntropy,
+    "pairwise": PairwiseHinge,
+    "pairwise_hinge": PairwiseHinge,
+    "listwise": ListwiseSoftmax,
+    "listwise_softmax": ListwiseSoftmax,
+}
 _BY_NAME = {**_LOSSES, **{cls.__name__: cls for cls in _LOSSES.values()}}
+
+
+def mode_of(identifier) -> str:
+    """The batching mode (``"pointwise"``, ``"pairwise"``, ``"listwise"``) of a loss name, class or instance.
+
+    Raises:
+        ValueError: as :func:`get`.
+    """
+    return get(identifier).mode
 
 
 def names() -> list[str]:
@@ -168,8 +216,8 @@ def get(identifier) -> keras.losses.Loss:
     """Resolve a loss by name, class or instance.
 
     Args:
-        identifier: a name from :func:`names` (``"pointwise"``, ``"pairwise"``, ``"listwise"``,
-            ``"PointwiseCrossEntropy"``, ...), a loss class, or a loss instance (returned as is). Classes and
+        identifier: a name from :func:`names` (``"pointwise"``, ``"pairwise_hinge"`` (or ``"pairwise"``),
+            ``"listwise_softmax"`` (or ``"listwise"``), ``"pointwise_sigmoid"``, ``"PointwiseCrossEntropy"``, ...), a loss class, or a loss instance (returned as is). Classes and
             instances need a ``mode`` attribute in :data:`MODES`.
 
     Returns:
@@ -195,4 +243,13 @@ def get(identifier) -> keras.losses.Loss:
     raise ValueError(f"cannot interpret {identifier!r} as a loss; pass one of {names()} or a loss instance")
 
 
-__all__ = ["MODES", "ListwiseSoftmax", "PairwiseHinge", "PointwiseCrossEntropy", "get", "names"]
+__all__ = [
+    "MODES",
+    "ListwiseSoftmax",
+    "PairwiseHinge",
+    "PointwiseCrossEntropy",
+    "PointwiseSigmoidCrossEntropy",
+    "get",
+    "mode_of",
+    "names",
+]

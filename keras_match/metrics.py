@@ -1,4 +1,5 @@
-"""Ranking metrics for answer selection and response selection, computed the way trec_eval computes them.
+"""Ranking metrics for answer selection and response selection, computed the way trec_eval computes them, and
+the accuracy / F1 of sentence-pair classification.
 
 Pure NumPy: importing this module does not import TensorFlow or Keras.
 
@@ -290,6 +291,57 @@ def evaluate_split(split: "Split", scores, **kwargs) -> dict:
     """
     pairs = split.pairs()
     return evaluate_ranking(pairs.qids, pairs.aids, scores, pairs.labels, **kwargs)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Classification
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def evaluate_classification(labels, predictions, label_names: Sequence[str]) -> dict:
+    """Accuracy, macro-F1 and per-class precision / recall / F1 of predicted class indices.
+
+    A class that is never predicted has precision 0; one that never occurs has recall 0 (and F1 0): the
+    macro average counts every class of ``label_names``, as scikit-learn's ``f1_score(average="macro",
+    zero_division=0)`` does.
+
+    Args:
+        labels: true class indices, int array-like ``[N]``, each in ``[0, len(label_names))``.
+        predictions: predicted class indices, same shape (e.g. ``argmax`` of the class probabilities).
+        label_names: the name of each class, in index order.
+
+    Returns:
+        dict: ``"accuracy"`` and ``"macro_f1"`` (floats in [0, 1]), ``"num_pairs"`` (int), ``"per_class"``:
+        ``{name: {"precision", "recall", "f1", "support"}}``.
+
+    Raises:
+        ValueError: arrays of unequal length, no examples, or a class index out of range.
+    """
+    labels = np.asarray(labels).reshape(-1)
+    predictions = np.asarray(predictions).reshape(-1)
+    if len(labels) != len(predictions):
+        raise ValueError(f"labels ({len(labels)}) and predictions ({len(predictions)}) differ in length")
+    if len(labels) == 0:
+        raise ValueError("no example to evaluate")
+    n_classes = len(label_names)
+    for name, values in (("labels", labels), ("predictions", predictions)):
+        if values.min() < 0 or values.max() >= n_classes:
+            raise ValueError(f"{name} hold a class index outside [0, {n_classes})")
+    per_class = {}
+    for index, name in enumerate(label_names):
+        true_positive = float(np.sum((labels == index) & (predictions == index)))
+        predicted = float(np.sum(predictions == index))
+        support = int(np.sum(labels == index))
+        precision = true_positive / predicted if predicted else 0.0
+        recall = true_positive / support if support else 0.0
+        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+        per_class[str(name)] = {"precision": precision, "recall": recall, "f1": f1, "support": support}
+    return {
+        "accuracy": float(np.mean(labels == predictions)),
+        "macro_f1": float(np.mean([c["f1"] for c in per_class.values()])),
+        "num_pairs": int(len(labels)),
+        "per_class": per_class,
+    }
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """Requests and responses of TensorFlow Serving for exported keras-match models, and its model config file.
 
-An exported SavedModel (`keras_match.export.saved_model`) has three signatures:
+An exported ranking model (`keras_match.export.saved_model`) has three signatures (a classifier has the
+first two, with `probabilities` and `label` outputs; `keras_match.signatures` defines them all):
 
 | signature | inputs | outputs |
 | --- | --- | --- |
@@ -12,19 +13,19 @@ This module builds what a client sends to a TF Serving model server and reads wh
 of its APIs:
 
 - REST (`POST http://HOST:8501/v1/models/NAME[/versions/V]:predict`): `rest_predict_body`, `rest_rank_body`
-  build the JSON body; `parse_rest_response` reads the answer. `decode_rest_body` and `encode_rest_response`
-  follow the server's own JSON conversion (row format `"instances"` / columnar `"inputs"`, see TF Serving's
-  `json_tensor.cc`), so tests can feed a REST body to a loaded SavedModel exactly as the server would.
+  build the JSON body; `parse_rest_response` reads the answer.
 - gRPC (`tensorflow.serving.PredictionService/Predict` on port 8500): `grpc_predict_request`,
-  `grpc_rank_request` build a `PredictRequest`; `request_to_feeds` turns one into the signature's input
-  tensors (what the server does), `parse_predict_response` reads a `PredictResponse`.
+  `grpc_rank_request` build a `PredictRequest`; `parse_predict_response` reads a `PredictResponse`.
+
+The tests check these against an imitation of the server's side (its JSON conversion and request decoding),
+which lives in `tests/tf_serving_emulation.py`, not in the package.
 
 `warmup_requests` / `write_warmup_file` write `assets.extra/tf_serving_warmup_requests`, and
 `write_model_config` writes the `model_config_list` file that serves several models from one server.
 
 The gRPC and warmup helpers need the `serving` extra (`pip install keras-match[serving]`, which installs
 `tensorflow-serving-api`); it is imported only when they are called. The REST helpers need only Python's
-standard library and numpy (`decode_rest_body` and `encode_rest_response` also accept TensorFlow dtypes).
+standard library and numpy.
 """
 
 from __future__ import annotations
@@ -46,13 +47,10 @@ __all__ = [
     "rest_predict_body",
     "rest_rank_body",
     "rest_ids_body",
-    "decode_rest_body",
-    "encode_rest_response",
     "parse_rest_response",
     "grpc_predict_request",
     "grpc_rank_request",
     "grpc_ids_request",
-    "request_to_feeds",
     "parse_predict_response",
     "warmup_requests",
     "write_warmup_file",
@@ -62,26 +60,11 @@ __all__ = [
     "WARMUP_FILE",
 ]
 
-DEFAULT_SIGNATURE = "serving_default"
-IDS_SIGNATURE = "serve_ids"
-RANK_SIGNATURE = "rank"
+from keras_match.signatures import DEFAULT_SIGNATURE, IDS_SIGNATURE, RANK_SIGNATURE, signature_inputs
 
-SIGNATURE_INPUTS = {
-    DEFAULT_SIGNATURE: {"question": ("string", [None]), "answer": ("string", [None])},
-    IDS_SIGNATURE: {"question": ("int32", [None, None]), "answer": ("int32", [None, None])},
-    RANK_SIGNATURE: {"question": ("string", []), "answers": ("string", [None])},
-}
-"""The inputs of each exported signature: name -> (dtype name, shape with None for any size)."""
-
-
-def signature_inputs(num_features=0):
-    """`SIGNATURE_INPUTS` of an export whose model takes `num_features` pair features (e.g. the four
-    word-overlap features of `ctrn` / `qrnn`): `serve_ids` then has a third input `features` float32
-    `[batch, num_features]`; the text signatures compute the features themselves."""
-    inputs = {name: dict(spec) for name, spec in SIGNATURE_INPUTS.items()}
-    if num_features:
-        inputs[IDS_SIGNATURE]["features"] = ("float32", [None, int(num_features)])
-    return inputs
+SIGNATURE_INPUTS = signature_inputs()
+"""The inputs of each signature of a ranking export: name -> (dtype name, shape with None for any size);
+`keras_match.signatures.signature_inputs(num_features, head)` gives them for any export."""
 
 WARMUP_FILE = "assets.extra/tf_serving_warmup_requests"
 """Where TF Serving looks for warmup requests, relative to a version folder."""
@@ -213,178 +196,6 @@ def rest_ids_body(question_ids, answer_ids, features=None):
     return {"signature_name": IDS_SIGNATURE, "instances": instances}
 
 
-def _dtype_name(dtype):
-    name = getattr(dtype, "name", None) or str(dtype)
-    return {"str": "string", "object": "string", "bytes": "string"}.get(name, name)
-
-
-def _is_b64(value):
-    return isinstance(value, dict) and set(value) == {"b64"}
-
-
-def _shape_of(value, where):
-    """The shape of a nested JSON list, checking that it is rectangular."""
-    if isinstance(value, list):
-        if not value:
-            return (0,)
-        shapes = {_shape_of(v, where) for v in value}
-        if len(shapes) != 1:
-            raise ValueError(f"{where}: the nested lists are not rectangular (rows of different shapes)")
-        return (len(value),) + shapes.pop()
-    if isinstance(value, dict) and not _is_b64(value):
-        raise ValueError(f"{where}: an object where a value was expected")
-    return ()
-
-
-def _leaf(value, dtype, where):
-    if dtype == "string":
-        if _is_b64(value):
-            try:
-                return base64.b64decode(value["b64"], validate=True)
-            except ValueError as error:
-                raise ValueError(f"{where}: invalid base64 ({error})") from None
-        if isinstance(value, str):
-            return value.encode("utf-8")
-        raise ValueError(f"{where}: expected a string for a DT_STRING input, got {type(value).__name__}")
-    if _is_b64(value):
-        raise ValueError(f"{where}: {{\"b64\": ...}} is only valid for DT_STRING inputs, not {dtype}")
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"{where}: expected a number for a {dtype} input, got {type(value).__name__}")
-    if dtype.startswith("int") or dtype.startswith("uint"):
-        if float(value) != int(value):
-            raise ValueError(f"{where}: {value!r} is not an integer ({dtype} input)")
-        info = np.iinfo(dtype)
-        if not info.min <= int(value) <= info.max:
-            raise ValueError(f"{where}: {value!r} is out of range for {dtype}")
-        return int(value)
-    return float(value)
-
-
-def _to_array(value, dtype, where):
-    def convert(v):
-        return [convert(x) for x in v] if isinstance(v, list) else _leaf(v, dtype, where)
-
-    converted = convert(value)
-    shape = _shape_of(value, where)
-    if dtype == "string":
-        array = np.empty(shape, dtype=object)
-        array[...] = converted
-        return array
-    return np.asarray(converted, dtype=dtype).reshape(shape)
-
-
-def decode_rest_body(body, inputs):
-    """Decode a REST `:predict` body into the signature's input arrays, following TF Serving's rules.
-
-    Row format: `"instances"` is a list with one entry per example; for a signature with several inputs each
-    entry is an object naming every input, and the input tensor is the stack of the entries' values (shape
-    `[len(instances)] + value shape`; every entry must have the same keys and value shapes). Columnar format:
-    `"inputs"` is an object mapping input names to (nested lists of) values, used as they are (a JSON scalar
-    gives a scalar tensor); with a single input it may be the value itself. Strings are UTF-8 encoded;
-    `{"b64": "..."}` gives raw bytes (DT_STRING only); numbers must fit the input's dtype.
-
-    Args:
-        body: the request, a `dict` or its JSON text.
-        inputs: the signature's inputs, `{name: dtype}` or `{name: (dtype, shape)}` (dtype: a name such as
-            `"string"`/`"int32"`, a numpy or a `tf.DType`), e.g. `SIGNATURE_INPUTS["serving_default"]`.
-
-    Returns:
-        dict input name -> numpy array (`dtype=object` holding `bytes` for strings).
-
-    Raises:
-        ValueError: the body is malformed, has both or neither of `instances`/`inputs`, names unknown inputs,
-            misses one, or holds values that do not fit (the message says which, like the server's 400 error).
-    """
-    if isinstance(body, (str, bytes)):
-        body = json.loads(body)
-    if not isinstance(body, dict):
-        raise ValueError("the request body must be a JSON object")
-    specs = {name: _dtype_name(spec[0] if isinstance(spec, tuple) else spec) for name, spec in inputs.items()}
-    has_rows, has_columns = "instances" in body, "inputs" in body
-    if has_rows == has_columns:
-        raise ValueError("the request must have exactly one of the keys 'instances' (row format) and 'inputs' "
-                         "(columnar format)")
-    if has_rows:
-        rows = body["instances"]
-        if not isinstance(rows, list):
-            raise ValueError("'instances' must be a list")
-        named = any(isinstance(r, dict) and not _is_b64(r) for r in rows)
-        if not named:
-            if len(specs) != 1:
-                raise ValueError(f"the signature has {len(specs)} inputs {sorted(specs)}: each instance must be an "
-                                 "object naming them")
-            (name, dtype), = specs.items()
-            return {name: _to_array(rows, dtype, f"instances ({name})")}
-        if not rows:
-            raise ValueError("'instances' is empty")
-        keys = None
-        for i, row in enumerate(rows):
-            if not isinstance(row, dict) or _is_b64(row):
-                raise ValueError(f"instances[{i}]: expected an object naming the inputs")
-            if keys is None:
-                keys = set(row)
-            elif set(row) != keys:
-                raise ValueError(f"instances[{i}] has keys {sorted(row)}, instances[0] has {sorted(keys)}: every "
-                                 "instance must name the same inputs")
-        columns = {name: [row[name] for row in rows] for name in keys}
-        for name, values in columns.items():
-            shapes = {_shape_of(v, f"instances ({name})") for v in values}
-            if len(shapes) != 1:
-                raise ValueError(f"input {name!r}: the instances' values have different shapes {sorted(shapes)}")
-    else:
-        columns = body["inputs"]
-        if not isinstance(columns, dict) or _is_b64(columns):
-            if len(specs) != 1:
-                raise ValueError(f"the signature has {len(specs)} inputs {sorted(specs)}: 'inputs' must be an "
-                                 "object naming them")
-            columns = {next(iter(specs)): columns}
-    unknown = sorted(set(columns) - set(specs))
-    if unknown:
-        raise ValueError(f"input(s) {unknown} not in the signature, whose inputs are {sorted(specs)}")
-    missing = sorted(set(specs) - set(columns))
-    if missing:
-        raise ValueError(f"the request misses input(s) {missing} of the signature")
-    return {name: _to_array(value, specs[name], f"inputs ({name})") for name, value in columns.items()}
-
-
-def _json_value(array):
-    array = np.asarray(array)
-    if array.dtype == object or array.dtype.kind == "S":
-        return np.vectorize(lambda b: _json_text(b), otypes=[object])(array).tolist() if array.size else []
-    return array.tolist()
-
-
-def encode_rest_response(outputs, row_format=True):
-    """The JSON response TF Serving sends for a signature's outputs.
-
-    Row format (request had `"instances"`): `{"predictions": [...]}`, one entry per example; with a single
-    output the entries are its values, else objects naming the outputs (all outputs must share the batch size).
-    Columnar format (`"inputs"`): `{"outputs": value}` for a single output, else `{"outputs": {name: value}}`.
-
-    Args:
-        outputs: dict output name -> array (numpy or `tf.Tensor`).
-        row_format: whether the request used `"instances"`.
-
-    Returns:
-        A JSON-serializable dict.
-
-    Raises:
-        ValueError: row format with outputs of different batch sizes.
-    """
-    arrays = {name: np.asarray(value) for name, value in outputs.items()}
-    if not row_format:
-        values = {name: _json_value(a) for name, a in arrays.items()}
-        return {"outputs": next(iter(values.values())) if len(values) == 1 else values}
-    sizes = {name: (a.shape[0] if a.ndim else None) for name, a in arrays.items()}
-    if None in sizes.values() or len(set(sizes.values())) != 1:
-        raise ValueError(f"row format needs outputs with one batch size, got {sizes}; use the 'inputs' format")
-    if len(arrays) == 1:
-        return {"predictions": _json_value(next(iter(arrays.values())))}
-    columns = {name: _json_value(a) for name, a in arrays.items()}
-    n = next(iter(sizes.values()))
-    return {"predictions": [{name: columns[name][i] for name in columns} for i in range(n)]}
-
-
 def parse_rest_response(response, output_names=None):
     """Read a REST `:predict` response into numpy arrays.
 
@@ -395,7 +206,8 @@ def parse_rest_response(response, output_names=None):
 
     Returns:
         dict output name -> numpy array (`"score"` float32 [batch] for `serving_default` and `serve_ids`;
-        `"scores"` float32 [n] and `"order"` int32 [n] for `rank`).
+        `"scores"` float32 [n] and `"order"` int32 [n] for `rank`; a classifier's `"probabilities"` float32
+        [batch, classes] and `"label"`, an object array of str [batch]).
 
     Raises:
         ValueError: the server returned an error (`{"error": ...}`) or an unexpected body.
@@ -416,7 +228,7 @@ def parse_rest_response(response, output_names=None):
         values = outputs if isinstance(outputs, dict) else {names[0]: outputs}
     else:
         raise ValueError(f"unexpected TF Serving response keys {sorted(response)}")
-    dtypes = {"order": np.int32}
+    dtypes = {"order": np.int32, "label": object}
     return {name: np.asarray(value, dtype=dtypes.get(name, np.float32)) for name, value in values.items()}
 
 
@@ -507,17 +319,6 @@ def grpc_ids_request(question_ids, answer_ids, model_name, version=None, feature
     return _predict_request(model_name, IDS_SIGNATURE, version, inputs)
 
 
-def request_to_feeds(request):
-    """The signature inputs a model server feeds for a `PredictRequest`: `{name: numpy array}`.
-
-    Call the loaded signature with them: `loaded.signatures[request.model_spec.signature_name or
-    "serving_default"](**{k: tf.constant(v) for k, v in feeds.items()})`.
-    """
-    import tensorflow as tf
-
-    return {name: tf.make_ndarray(proto) for name, proto in request.inputs.items()}
-
-
 def parse_predict_response(response):
     """A `PredictResponse`'s outputs as `{name: numpy array}`."""
     import tensorflow as tf
@@ -532,7 +333,7 @@ _WARMUP_ANSWERS = ["Hamlet was written by William Shakespeare .", "The scandal b
 
 
 def warmup_requests(model_name="model", max_question_length=8, max_answer_length=8, large_batch=None,
-                    num_features=0):
+                    num_features=0, head="softmax"):
     """A few `PredictionLog` records, one per signature, that TF Serving replays before serving a version.
 
     Args:
@@ -541,6 +342,7 @@ def warmup_requests(model_name="model", max_question_length=8, max_answer_length
         large_batch: optional int, add a `serving_default` request of this many pairs (to warm the path
             that scores requests larger than one chunk, see `keras_match.export.CHUNK_SIZE`).
         num_features: the `serve_ids` request carries a `features` input of this width when > 0.
+        head: the model's head; a classifier has no `rank` signature, so gets no `rank` request.
 
     Returns:
         list of `tensorflow_serving.apis.prediction_log_pb2.PredictionLog`.
@@ -555,10 +357,11 @@ def warmup_requests(model_name="model", max_question_length=8, max_answer_length
     answer_ids[:, : min(5, max_answer_length)] = 1
     requests = [
         grpc_predict_request(_WARMUP_QUESTIONS, _WARMUP_ANSWERS, model_name),
-        grpc_rank_request(_WARMUP_QUESTIONS[0], _WARMUP_ANSWERS + ["", "Shakespeare"], model_name),
         grpc_ids_request(question_ids, answer_ids, model_name,
                          features=np.zeros((2, num_features), np.float32) if num_features else None),
     ]
+    if RANK_SIGNATURE in signature_inputs(num_features, head):
+        requests.append(grpc_rank_request(_WARMUP_QUESTIONS[0], _WARMUP_ANSWERS + ["", "Shakespeare"], model_name))
     if large_batch:
         n = int(large_batch)
         requests.append(grpc_predict_request((_WARMUP_QUESTIONS * n)[:n], (_WARMUP_ANSWERS * n)[:n], model_name))

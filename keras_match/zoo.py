@@ -21,7 +21,6 @@ import json
 
 import keras
 
-from keras_match import losses
 
 BUILDERS = {
     "mcan": "keras_match.models.mcan:build_mcan",
@@ -30,7 +29,13 @@ BUILDERS = {
 }
 
 # Arguments the zoo fills in itself; the rest of a builder's arguments come from the preset or overrides.
-_DATA_ARGS = ("vocab_size", "embeddings")
+# `num_features` follows the preset's `overlap_features` (the preprocessor makes the features).
+_DATA_ARGS = ("vocab_size", "embeddings", "num_features")
+
+TRAINING_DEFAULTS = {"loss": "pointwise", "list_size": None}
+"""Training settings every preset has (a preset file may set them): the loss, whose mode chooses the batching
+(`keras_match.losses`: `pointwise`, `pairwise_hinge`, `listwise_softmax`), and the listwise sample size (None:
+every candidate of a question)."""
 
 
 def _preset_files():
@@ -54,14 +59,16 @@ def describe(name):
         raise ValueError(f"unknown zoo entry {name!r}; the zoo has: {', '.join(sorted(files))}")
     preset = json.loads(files[name].read_text(encoding="utf-8"))
     preset["name"] = name
+    preset["training"] = {**TRAINING_DEFAULTS, **preset["training"]}
+    preset.setdefault("overlap_features", False)
     return copy.deepcopy(preset)
 
 
 def resolve(name, **overrides):
     """The preset of `name` with `overrides` applied to its `model` or `training` section by key.
 
-    `overlap_features=True/False` switches the four word-overlap pair features on or off (it sets the model's
-    `num_features` to 4 or 0; the training pipeline and the exported signatures compute them).
+    `overlap_features=True/False` switches the four word-overlap pair features on or off (the preprocessor
+    computes them; `build` gives the model a `features` input of their width).
 
     Returns:
         dict with keys `name`, `builder`, `model`, `training`, `dataset`, `reported`, `paper`.
@@ -73,11 +80,11 @@ def resolve(name, **overrides):
     model, training = preset["model"], preset["training"]
     unknown = []
     for key, value in overrides.items():
-        if key == "overlap_features":  # the data pipeline feeds the four overlap features: the model takes 4
-            from keras_match.features import FEATURE_NAMES
-
+        if key == "overlap_features":
+            if value and "num_features" not in _builder_arguments(preset["builder"], data_arguments=True):
+                raise ValueError(f"zoo entry {name!r}: its builder {preset['builder']!r} takes no pair features, "
+                                 "so overlap_features cannot be switched on")
             preset["overlap_features"] = bool(value)
-            model["num_features"] = len(FEATURE_NAMES) if value else 0
         elif key in training:
             training[key] = value
         elif key in model or key in _builder_arguments(preset["builder"]):
@@ -102,26 +109,40 @@ def get_builder(builder):
     return getattr(importlib.import_module(module), attr)
 
 
-def _builder_arguments(builder):
+def _builder_arguments(builder, data_arguments=False):
     import inspect
 
     params = inspect.signature(get_builder(builder)).parameters
-    return [p for p in params if p not in _DATA_ARGS]
+    return [p for p in params if data_arguments or p not in _DATA_ARGS]
 
 
-def build(preset, vocab_size=None, embeddings=None):
-    """Build the (uncompiled) model of a resolved preset (see `resolve`)."""
+def num_features_of(preset):
+    """The width of the `features` input a preset's model takes: 4 with `overlap_features`, else 0."""
+    from keras_match.features import FEATURE_NAMES
+
+    return len(FEATURE_NAMES) if preset.get("overlap_features") else 0
+
+
+def build(preset, vocab_size=None, embeddings=None, num_features=None):
+    """Build the (uncompiled) model of a resolved preset (see `resolve`).
+
+    `num_features` (the width of the `features` input) defaults to `num_features_of(preset)`.
+    """
     kwargs = dict(preset["model"])
     kwargs.setdefault("name", preset["name"])
     if vocab_size is None:
         vocab_size = embeddings.shape[0] if embeddings is not None else preset["training"]["vocab_size"]
+    if num_features is None:
+        num_features = num_features_of(preset)
+    if num_features:
+        kwargs["num_features"] = num_features
     return get_builder(preset["builder"])(vocab_size=vocab_size, embeddings=embeddings, **kwargs)
 
 
-def compile_model(model, preset):
-    """Compile `model` with the preset's optimizer, learning rate, gradient clipping and loss."""
+def optimizer(preset):
+    """A new optimizer with the preset's class, learning rate and gradient clipping."""
     training = preset["training"]
-    optimizer = keras.optimizers.get(
+    return keras.optimizers.get(
         {
             "class_name": training.get("optimizer", "adam"),
             "config": {
@@ -130,11 +151,21 @@ def compile_model(model, preset):
             },
         }
     )
-    model.compile(optimizer=optimizer, loss=losses.get(training.get("loss", "pointwise")))
+
+
+def compile_model(model, preset):
+    """Compile `model` with the preset's optimizer and its head's pointwise loss (`keras_match.heads`).
+
+    Pairwise and listwise losses train a wrapper around the model (`keras_match.heads.ListScorer`), which
+    `keras_match.train` builds from the preset's `loss`.
+    """
+    from keras_match import heads
+
+    model.compile(optimizer=optimizer(preset), loss=heads.training_loss(heads.head_of(model), "pointwise"))
     return model
 
 
-def load(name, *, vocab_size=None, embeddings=None, compile=True, **overrides):
+def load(name, *, vocab_size=None, embeddings=None, num_features=None, compile=True, **overrides):
     """Build zoo entry `name` with the paper's settings, compiled unless `compile=False`.
 
     Args:
@@ -142,13 +173,15 @@ def load(name, *, vocab_size=None, embeddings=None, compile=True, **overrides):
         vocab_size: int, number of token ids (padding and OOV included); default: the matrix's row count
             when `embeddings` is given, else the preset's `training.vocab_size`.
         embeddings: optional pretrained vectors `[vocab_size, dim]` (`keras_match.text.load_embeddings`).
-        compile: compile with the preset's optimizer and loss.
+        num_features: width of the `features` input; default 4 for entries with `"overlap_features": true`.
+        compile: compile with the preset's optimizer and its head's pointwise loss.
         **overrides: model or training settings by name (see `describe(name)`).
 
     Returns:
         A `keras.Model` taking `{"question", "answer"}` int32 token ids (plus `"features"` float32
         `[batch, 4]`, the word-overlap features of `keras_match.features.OverlapFeatures`, for entries with
-        `"overlap_features": true`, e.g. `ctrn` and `qrnn`) and returning `[batch, 2]` probabilities.
+        `"overlap_features": true`, e.g. `ctrn` and `qrnn`) and returning its head's output (`[batch, 2]`
+        probabilities for the papers' softmax head, see `keras_match.heads`).
 
     Raises:
         ValueError: unknown entry or setting.
@@ -158,5 +191,5 @@ def load(name, *, vocab_size=None, embeddings=None, compile=True, **overrides):
     >>> model = km.zoo.load("mcan_fm", vocab_size=5000, lstm_units=64)
     """
     preset = resolve(name, **overrides)
-    model = build(preset, vocab_size=vocab_size, embeddings=embeddings)
+    model = build(preset, vocab_size=vocab_size, embeddings=embeddings, num_features=num_features)
     return compile_model(model, preset) if compile else model

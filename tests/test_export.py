@@ -16,8 +16,9 @@ import threading
 
 import numpy as np
 import pytest
+import tf_serving_emulation
 
-from keras_match import cli, export, serving, training
+from keras_match import cli, export, pipeline, serving, training
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 QUESTIONS = ["When was the Teapot Dome scandal?", "who is the president of france", "", "Zürich café ?"]
@@ -88,8 +89,7 @@ def test_onnx_from_the_command_matches_keras(exported, run):
     meta = json.loads((folder / "keras_match.json").read_text())
     assert meta["onnx"]["opset"] <= 18 and meta["onnx"]["max_abs_diff"] <= 1e-4
     assert (folder / "vocabulary.txt").read_bytes() == pathlib.Path(run.encoder.vocabulary_path).read_bytes()
-    ids = training.encode_pairs(run.encoder, QUESTIONS, ANSWERS, meta["max_question_length"],
-                                meta["max_answer_length"])
+    ids = pipeline.encode(run.preprocessor, {"question": QUESTIONS, "answer": ANSWERS})
     session = onnxruntime.InferenceSession(str(folder / "model.onnx"), providers=["CPUExecutionProvider"])
     (scores,) = session.run(["score"], ids)
     np.testing.assert_allclose(scores, run.score(QUESTIONS, ANSWERS), atol=1e-4)
@@ -104,7 +104,8 @@ def _tiny_model(vocab_size, features=False):
     if features:
         inputs["features"] = keras.Input((int(features),), dtype="float32", name="features")
         pooled.append(inputs["features"])
-    return keras.Model(inputs, keras.layers.Dense(2, activation="softmax")(keras.layers.Concatenate()(pooled)))
+    head = keras.layers.Dense(2, activation="softmax", name="relevance_probabilities")
+    return keras.Model(inputs, head(keras.layers.Concatenate()(pooled)))
 
 
 def test_versions_increment_and_are_never_overwritten(run, tmp_path):
@@ -173,12 +174,28 @@ def test_unconvertible_ops_are_caught(tmp_path):
     assert not (tmp_path / "onnx" / "1").exists()
 
 
-@pytest.mark.parametrize("width, message", [(2, "input of width 2"), (4, "needs the run's OverlapFeatures")])
-def test_models_with_features_the_graph_cannot_compute_are_refused(run, tmp_path, width, message):
-    """Only the four overlap features can be computed from text, and only with the run's frequencies."""
+@pytest.mark.parametrize("width, overlap, message", [(2, True, "input of width 2"), (4, False, "makes none")])
+def test_models_with_features_the_graph_cannot_compute_are_refused(run, tmp_path, width, overlap, message):
+    """Only the four overlap features can be computed from text, and only by a preprocessor that makes them."""
+    from keras_match.features import OverlapFeatures
+    from keras_match.preprocessing import PairPreprocessor
+
+    preprocessor = PairPreprocessor(run.encoder, 4, 4, overlap_features=overlap,
+                                    document_frequencies=OverlapFeatures.build(["a b", "b c"]) if overlap else None)
     with pytest.raises(ValueError, match=message):
         export.saved_model(_tiny_model(run.encoder.vocab_size, features=width), tmp_path / "m",
-                           encoder=run.encoder, max_question_length=4, max_answer_length=4)
+                           preprocessor=preprocessor)
+    assert not (tmp_path / "m").exists()
+
+
+def test_a_model_without_a_head_is_refused(run, tmp_path):
+    import keras
+
+    inputs = {name: keras.Input((None,), dtype="int32", name=name) for name in ("question", "answer")}
+    pooled = [keras.layers.GlobalAveragePooling1D()(keras.layers.Embedding(10, 4)(x)) for x in inputs.values()]
+    model = keras.Model(inputs, keras.layers.Dense(2, name="logits")(keras.layers.Concatenate()(pooled)))
+    with pytest.raises(ValueError, match="ends in layer 'logits'"):
+        export.saved_model(model, tmp_path / "m", encoder=run.encoder, max_question_length=4, max_answer_length=4)
     assert not (tmp_path / "m").exists()
 
 
@@ -197,16 +214,16 @@ def test_rest_row_format_is_decoded_like_tf_serving():
     body = json.loads(json.dumps(serving.rest_predict_body(["who ?", "é"], [b"\xff\xfe", "b"])))
     assert body["instances"][1] == {"question": "é", "answer": "b"}
     assert body["instances"][0]["answer"] == {"b64": "//4="}
-    feeds = serving.decode_rest_body(body, serving.SIGNATURE_INPUTS["serving_default"])
+    feeds = tf_serving_emulation.decode_rest_body(body, serving.SIGNATURE_INPUTS["serving_default"])
     assert feeds["question"].tolist() == [b"who ?", "é".encode()]
     assert feeds["answer"].tolist() == [b"\xff\xfe", b"b"]
-    ids = serving.decode_rest_body(serving.rest_ids_body([[3, 4, 0]], [[5, 0]]), {"question": "int32",
+    ids = tf_serving_emulation.decode_rest_body(serving.rest_ids_body([[3, 4, 0]], [[5, 0]]), {"question": "int32",
                                                                                    "answer": "int32"})
     assert ids["question"].dtype == np.int32 and ids["question"].shape == (1, 3)
 
 
 def test_rest_columnar_format_keeps_a_scalar_question():
-    feeds = serving.decode_rest_body(serving.rest_rank_body("q", ["a", "b", ""]),
+    feeds = tf_serving_emulation.decode_rest_body(serving.rest_rank_body("q", ["a", "b", ""]),
                                      serving.SIGNATURE_INPUTS["rank"])
     assert feeds["question"].shape == () and feeds["question"][()] == b"q"
     assert feeds["answers"].tolist() == [b"a", b"b", b""]
@@ -222,25 +239,25 @@ def test_rest_columnar_format_keeps_a_scalar_question():
 ])
 def test_rest_bodies_tf_serving_rejects_are_rejected(body, message):
     with pytest.raises(ValueError, match=message):
-        serving.decode_rest_body(body, serving.SIGNATURE_INPUTS["serving_default"])
+        tf_serving_emulation.decode_rest_body(body, serving.SIGNATURE_INPUTS["serving_default"])
 
 
 def test_rest_numbers_must_fit_the_dtype():
     spec = serving.SIGNATURE_INPUTS["serve_ids"]
     with pytest.raises(ValueError, match="not an integer"):
-        serving.decode_rest_body({"instances": [{"question": [1.5], "answer": [1]}]}, spec)
+        tf_serving_emulation.decode_rest_body({"instances": [{"question": [1.5], "answer": [1]}]}, spec)
     with pytest.raises(ValueError, match="out of range"):
-        serving.decode_rest_body({"instances": [{"question": [2 ** 40], "answer": [1]}]}, spec)
+        tf_serving_emulation.decode_rest_body({"instances": [{"question": [2 ** 40], "answer": [1]}]}, spec)
     with pytest.raises(ValueError, match="different shapes"):
-        serving.decode_rest_body({"instances": [{"question": [1, 2], "answer": [1]},
+        tf_serving_emulation.decode_rest_body({"instances": [{"question": [1, 2], "answer": [1]},
                                                 {"question": [1], "answer": [1]}]}, spec)
 
 
 def test_rest_responses_round_trip():
-    row = serving.encode_rest_response({"score": np.array([0.25, 0.5], np.float32)})
+    row = tf_serving_emulation.encode_rest_response({"score": np.array([0.25, 0.5], np.float32)})
     assert row == {"predictions": [0.25, 0.5]}
     assert serving.parse_rest_response(json.dumps(row))["score"].tolist() == [0.25, 0.5]
-    columns = serving.encode_rest_response({"scores": np.array([0.5, 0.75]), "order": np.array([1, 0])},
+    columns = tf_serving_emulation.encode_rest_response({"scores": np.array([0.5, 0.75]), "order": np.array([1, 0])},
                                            row_format=False)
     assert columns == {"outputs": {"scores": [0.5, 0.75], "order": [1, 0]}}
     parsed = serving.parse_rest_response(columns)
@@ -253,11 +270,11 @@ def test_grpc_requests_hold_the_signature_inputs():
     request = serving.grpc_rank_request("who?", ["a", "b"], "mcan_fm", version=3)
     assert (request.model_spec.name, request.model_spec.signature_name) == ("mcan_fm", "rank")
     assert request.model_spec.version.value == 3
-    feeds = serving.request_to_feeds(request)
+    feeds = tf_serving_emulation.request_to_feeds(request)
     assert feeds["question"].shape == () and feeds["answers"].tolist() == [b"a", b"b"]
     request = serving.grpc_predict_request(["q1", "q2"], ["a1", "a2"], "m")
     assert request.model_spec.signature_name == "serving_default"
-    assert serving.request_to_feeds(request)["answer"].tolist() == [b"a1", b"a2"]
+    assert tf_serving_emulation.request_to_feeds(request)["answer"].tolist() == [b"a1", b"a2"]
     with pytest.raises(ValueError, match="same length"):
         serving.grpc_predict_request(["q1"], ["a1", "a2"], "m")
 
@@ -326,9 +343,9 @@ class _FakeRestServer(http.server.ThreadingHTTPServer):
                     body = json.loads(handler.rfile.read(int(handler.headers["Content-Length"])))
                     signature = self.loaded.signatures[body.get("signature_name", "serving_default")]
                     inputs = {k: s.dtype for k, s in signature.structured_input_signature[1].items()}
-                    feeds = serving.decode_rest_body(body, inputs)
+                    feeds = tf_serving_emulation.decode_rest_body(body, inputs)
                     outputs = _run_signature(self.loaded, body.get("signature_name"), feeds)
-                    reply, status = serving.encode_rest_response(outputs, "instances" in body), 200
+                    reply, status = tf_serving_emulation.encode_rest_response(outputs, "instances" in body), 200
                 except Exception as error:  # the server answers 400 with {"error": ...}
                     reply, status = {"error": str(error)}, 400
                 data = json.dumps(reply).encode()
@@ -370,7 +387,7 @@ def test_grpc_client_against_a_fake_server(loaded, run):
 
     class Servicer(prediction_service_pb2_grpc.PredictionServiceServicer):
         def Predict(self, request, context):  # noqa: N802
-            outputs = _run_signature(loaded, request.model_spec.signature_name, serving.request_to_feeds(request))
+            outputs = _run_signature(loaded, request.model_spec.signature_name, tf_serving_emulation.request_to_feeds(request))
             response = predict_pb2.PredictResponse()
             response.model_spec.CopyFrom(request.model_spec)
             for name, value in outputs.items():

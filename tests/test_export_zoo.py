@@ -10,16 +10,21 @@ parent compares with the Keras model scoring the same pairs the way training doe
 
 import base64
 import json
+import pathlib
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
 
 import numpy as np
 import pytest
+import tf_serving_emulation
 
 from keras_match import export, text, training, zoo
+from keras_match import heads, pipeline
 from keras_match.features import FEATURE_NAMES, OverlapFeatures
+from keras_match.preprocessing import PairPreprocessor
 
 NAMES = zoo.names()
 
@@ -99,6 +104,7 @@ CHILD = textwrap.dedent(
     import tensorflow as tf
     from tensorflow_serving.apis import predict_pb2
     from keras_match import serving
+    import tf_serving_emulation  # the server's side, from tests/ (copied beside this script)
 
     spec = json.load(open(sys.argv[1]))
     texts = lambda values: [base64.b64decode(v) for v in values]
@@ -122,7 +128,7 @@ CHILD = textwrap.dedent(
 
     def wire_grpc(signature, request):
         request = predict_pb2.PredictRequest.FromString(request.SerializeToString())
-        outputs = signature(**{k: tf.constant(v) for k, v in serving.request_to_feeds(request).items()})
+        outputs = signature(**{k: tf.constant(v) for k, v in tf_serving_emulation.request_to_feeds(request).items()})
         response = predict_pb2.PredictResponse()
         for name, value in outputs.items():
             response.outputs[name].CopyFrom(tf.make_tensor_proto(value.numpy()))
@@ -132,9 +138,9 @@ CHILD = textwrap.dedent(
     def wire_rest(signature, body):
         body = json.loads(json.dumps(body))
         inputs = {k: s.dtype for k, s in signature.structured_input_signature[1].items()}
-        feeds = serving.decode_rest_body(body, inputs)
+        feeds = tf_serving_emulation.decode_rest_body(body, inputs)
         outputs = signature(**{k: tf.constant(v) for k, v in feeds.items()})
-        response = json.loads(json.dumps(serving.encode_rest_response(outputs, "instances" in body)))
+        response = json.loads(json.dumps(tf_serving_emulation.encode_rest_response(outputs, "instances" in body)))
         names = sorted(signature.structured_outputs)
         return {k: v.tolist() for k, v in serving.parse_rest_response(response, names).items()}
 
@@ -168,7 +174,7 @@ CHILD = textwrap.dedent(
         for record in serving.read_warmup_file(path):
             request = record.predict_log.request
             signature = sigs[request.model_spec.signature_name or "serving_default"]
-            outputs = signature(**{k: tf.constant(v) for k, v in serving.request_to_feeds(request).items()})
+            outputs = signature(**{k: tf.constant(v) for k, v in tf_serving_emulation.request_to_feeds(request).items()})
             out["warmup"].append([request.model_spec.signature_name,
                                   {k: v.numpy().tolist() for k, v in outputs.items()}])
         results[name] = out
@@ -188,13 +194,11 @@ def exports(tmp_path_factory):
         preset = zoo.describe(name)["training"]
         model = zoo.load(name, vocab_size=encoder.vocab_size, compile=False, **small_overrides(name))
         randomize(model, seed)
-        overlap = training.overlap_features_of(zoo.describe(name))
-        run = training.Run(model=model, encoder=encoder, config={
-            "zoo": name,
-            "max_question_length": preset["max_question_length"],
-            "max_answer_length": preset["max_answer_length"],
-            "overlap_features": overlap,
-        }, overlap=OverlapFeatures.build(TRAINING_TEXTS) if overlap else None)
+        overlap = zoo.describe(name)["overlap_features"]
+        preprocessor = PairPreprocessor(encoder, preset["max_question_length"], preset["max_answer_length"],
+                                        overlap_features=overlap,
+                                        document_frequencies=OverlapFeatures.build(TRAINING_TEXTS) if overlap else None)
+        run = training.Run(model=model, preprocessor=preprocessor, config={"zoo": name})
         version_dir = export.saved_model(run, root / name)
         made[name] = {"run": run, "version_dir": version_dir, "onnx": export.to_onnx(version_dir)}
     return made
@@ -210,8 +214,7 @@ def _cases():
 
 
 def _ids(run, questions, answers):
-    return training.encode_pairs(run.encoder, questions, answers, run.max_question_length, run.max_answer_length,
-                                 overlap=run.overlap)
+    return pipeline.encode(run.preprocessor, {"question": questions, "answer": answers})
 
 
 @pytest.fixture(scope="module")
@@ -243,6 +246,7 @@ def served(exports, tmp_path_factory):
     }
     (work / "spec.json").write_text(json.dumps(spec))
     (work / "child.py").write_text(CHILD)
+    shutil.copyfile(pathlib.Path(tf_serving_emulation.__file__), work / "tf_serving_emulation.py")
     proc = subprocess.run(
         [sys.executable, str(work / "child.py"), str(work / "spec.json"), str(work / "out.json")],
         capture_output=True, text=True, cwd=work,
@@ -257,7 +261,8 @@ def test_small_overrides_shrink_widths_only():
 
 
 def test_the_child_process_needs_no_model_code(served):
-    assert served["keras_match_modules"] == ["keras_match", "keras_match.serving"]
+    # the client helpers and the signature table (pure Python), nothing of the layers, models or training
+    assert served["keras_match_modules"] == ["keras_match", "keras_match.serving", "keras_match.signatures"]
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -345,7 +350,8 @@ def test_overlap_features_are_computed_in_the_graph(name, exports, served, expec
     assert (onnx_dir / "document_frequencies.tsv").read_text(encoding="utf-8") == asset.read_text(encoding="utf-8")
     ids = _ids(run, *_cases()["tricky"])
     assert np.ptp(ids["features"][:, 0]) > 0, "the tricky pairs should differ in overlap"
-    without = run.model.predict(dict(ids, features=np.zeros_like(ids["features"])), verbose=0)[:, 1]
+    without = heads.ranking_score(run.head, run.model.predict(dict(ids, features=np.zeros_like(ids["features"])),
+                                                             verbose=0))
     assert np.max(np.abs(without - np.asarray(served[name]["text"]["tricky"]))) > 1e-3
 
 

@@ -149,14 +149,19 @@ def test_config_and_serialization_round_trip(loss):
 
 def test_get_and_names():
     assert losses.names() == [
-        "pointwise", "pairwise", "listwise", "PointwiseCrossEntropy", "PairwiseHinge", "ListwiseSoftmax",
+        "pointwise", "pointwise_sigmoid", "pairwise", "pairwise_hinge", "listwise", "listwise_softmax",
+        "PointwiseCrossEntropy", "PointwiseSigmoidCrossEntropy", "PairwiseHinge", "ListwiseSoftmax",
     ]
+    assert [losses.mode_of(n) for n in ("pointwise_sigmoid", "pairwise_hinge", "listwise_softmax")] == [
+        "pointwise", "pairwise", "listwise"]
+    assert isinstance(losses.get("pairwise_hinge"), losses.PairwiseHinge)
+    assert isinstance(losses.get("listwise_softmax"), losses.ListwiseSoftmax)
     assert isinstance(losses.get("pointwise"), losses.PointwiseCrossEntropy)
     assert isinstance(losses.get("PairwiseHinge"), losses.PairwiseHinge)
     assert isinstance(losses.get(losses.ListwiseSoftmax), losses.ListwiseSoftmax)
     instance = losses.PairwiseHinge(margin=0.2)
     assert losses.get(instance) is instance
-    with pytest.raises(ValueError, match=r"unknown loss 'hinge'; valid names: \['pointwise', 'pairwise'"):
+    with pytest.raises(ValueError, match=r"unknown loss 'hinge'; valid names: \['pointwise', 'pointwise_sigmoid'"):
         losses.get("hinge")
     with pytest.raises(ValueError, match="mode"):
         losses.get(keras.losses.MeanSquaredError())
@@ -211,3 +216,15 @@ def test_compiled_loss_survives_model_save(tmp_path):
     restored = keras.saving.load_model(tmp_path / "m.keras")
     assert isinstance(restored.loss, losses.ListwiseSoftmax)
     np.testing.assert_allclose(restored.evaluate(x, y, verbose=0), model.evaluate(x, y, verbose=0), rtol=1e-6)
+
+
+def test_pointwise_sigmoid_matches_a_numpy_reference():
+    """-[y log sigmoid(s) + (1 - y) log(1 - sigmoid(s))], y = label >= 1, also for large |s| (stable form)."""
+    labels = np.array([0, 1, 2, 0, 1], "int32")
+    scores = np.array([[0.3], [-1.2], [4.0], [60.0], [-60.0]], "float32")
+    y = (labels >= 1).astype(float)
+    s = scores[:, 0].astype(float)
+    expected = np.mean(np.logaddexp(0.0, s) - y * s)  # log(1 + e^s) - y s
+    got = float(losses.PointwiseSigmoidCrossEntropy()(labels, scores))
+    assert np.isfinite(got)
+    np.testing.assert_allclose(got, expected, rtol=1e-5)

@@ -354,12 +354,13 @@ def test_trecqa_raw_trec_eval_spec_reproduces_trec_eval_on_the_full_qrels(data_d
     """`trecqa-raw-trec-eval` keeps the 6 raw test questions without a relevant answer and scores them 0: the
     mean then equals trec_eval's (pytrec_eval) mean over every question of the official raw-test qrels, which
     the usual `trecqa-raw` (questions dropped) does not."""
-    from keras_match.training import load_dataset, no_positive_rule
+    from keras_match.datasets.catalog import load_by_name as load_dataset
+    from keras_match.tasks import task_for
 
     full = load_dataset("trecqa-raw-trec-eval", data_dir=data_dir)
     dropped = load_dataset("trecqa-raw", data_dir=data_dir)
     assert full["test"].num_questions == 95 and dropped["test"].num_questions == 89
-    assert no_positive_rule(full) == "zero" and no_positive_rule(dropped) == "skip"
+    assert task_for(full).no_positive == "zero" and task_for(dropped).no_positive == "skip"
     pairs = full["test"].pairs()
     scores = np.array([len(set(q.lower().split()) & set(a.lower().split())) / (1 + len(a.split()))
                        for q, a in zip(pairs.questions, pairs.answers)])

@@ -6,7 +6,7 @@ import keras
 import numpy as np
 import pytest
 
-from keras_match import cli, training
+from keras_match import callbacks, cli, pipeline, preprocessing, training, zoo
 
 from conftest import train_args as _train_args
 
@@ -54,7 +54,7 @@ def test_finished_run_is_not_overwritten(trained_run, data_dir, capsys):
 def test_interrupted_run_resumes_from_its_last_epoch(data_dir, tmp_path, monkeypatch):
     run_dir = tmp_path / "run"
     epochs_seen = []
-    original = training.DevRankingCallback.on_epoch_end
+    original = callbacks.DevEvaluationCallback.on_epoch_end
 
     def record(self, epoch, logs=None):
         epochs_seen.append(epoch)
@@ -63,12 +63,12 @@ def test_interrupted_run_resumes_from_its_last_epoch(data_dir, tmp_path, monkeyp
     def crash_after_first_epoch(self, epoch, logs=None):
         raise KeyboardInterrupt  # after the ranking state and the backup of epoch 1 were written
 
-    monkeypatch.setattr(training.DevRankingCallback, "on_epoch_end", record)
+    monkeypatch.setattr(callbacks.DevEvaluationCallback, "on_epoch_end", record)
     with monkeypatch.context() as patch:
         patch.setattr(keras.callbacks.TensorBoard, "on_epoch_end", crash_after_first_epoch)
         assert cli.main(_train_args(data_dir, run_dir, "--epochs", "3", "--set", "patience=5")) == 130
     assert epochs_seen == [0]
-    assert (run_dir / "checkpoints" / "ranking_state.json").exists()
+    assert (run_dir / "checkpoints" / "dev_state.json").exists()
     assert not (run_dir / "metrics.json").exists()
 
     # Resuming with other settings is refused rather than mixing two runs.
@@ -146,8 +146,9 @@ def test_overlap_features_are_fed_through_training(ctrn_run, data_dir):
     from keras_match.features import OverlapFeatures
 
     config = json.loads((ctrn_run / "config.json").read_text())
-    assert config["overlap_features"] is True and config["preset"]["model"]["num_features"] == 4
+    assert config["overlap_features"] is True and "num_features" not in config["preset"]["model"]
     run = training.load_run(ctrn_run)
+    assert run.preprocessor.num_features == 4
     assert sorted(t.name for t in run.model.inputs) == ["answer", "features", "question"]
     assert isinstance(run.overlap, OverlapFeatures)
     train = trecqa.load("raw", data_dir, train_split="train")["train"].head(10).pairs()
@@ -157,8 +158,7 @@ def test_overlap_features_are_fed_through_training(ctrn_run, data_dir):
 
     questions = ["When was the Teapot Dome scandal?"] * 3
     answers = ["The Teapot Dome scandal broke in 1923 .", "Nothing in common here .", ""]
-    inputs = training.encode_pairs(run.encoder, questions, answers, run.max_question_length,
-                                   run.max_answer_length, overlap=run.overlap)
+    inputs = pipeline.encode(run.preprocessor, {"question": questions, "answer": answers})
     np.testing.assert_allclose(inputs["features"], run.overlap(questions, answers).numpy(), atol=0)
     assert inputs["features"][0, 0] > 0 and inputs["features"][2].tolist() == [0.0, 0.0, 0.0, 0.0]
     probabilities = run.model.predict(inputs, verbose=0)[:, 1]
@@ -173,8 +173,7 @@ def test_overlap_features_use_the_truncated_texts(ctrn_run):
     question = "When was the Teapot Dome scandal ?"
     filler = " ".join(["filler"] * run.max_answer_length)
     answers = [filler, filler + " Teapot Dome scandal 1923"]
-    inputs = training.encode_pairs(run.encoder, [question] * 2, answers, run.max_question_length,
-                                   run.max_answer_length, overlap=run.overlap)
+    inputs = pipeline.encode(run.preprocessor, {"question": [question] * 2, "answer": answers})
     assert inputs["features"][0].tolist() == inputs["features"][1].tolist()
     assert run.score([question] * 2, answers)[0] == run.score([question] * 2, answers)[1]
 
@@ -182,19 +181,21 @@ def test_overlap_features_use_the_truncated_texts(ctrn_run):
 def test_batches_trim_ids_but_keep_every_feature():
     ids = np.array([[5, 6, 0, 0], [7, 0, 0, 0]], np.int32)
     features = np.arange(8, dtype=np.float32).reshape(2, 4)
-    ((batch,),) = training.make_dataset({"question": ids, "answer": ids, "features": features}, batch_size=2)
+    batch = preprocessing.trim_padding({"question": ids, "answer": ids, "features": features})
     assert batch["question"].shape == (2, 2) and batch["answer"].shape == (2, 2)
-    np.testing.assert_array_equal(batch["features"].numpy(), features)
+    np.testing.assert_array_equal(np.asarray(batch["features"]), features)
+    lists = preprocessing.trim_padding({"question": ids[None], "answer": np.zeros((1, 2, 4), np.int32)})
+    assert lists["question"].shape == (1, 2, 2) and lists["answer"].shape == (1, 2, 1)
 
 
-def test_num_features_without_overlap_features_is_refused():
-    from keras_match import zoo
-
-    with pytest.raises(ValueError, match="num_features=2"):
-        training.overlap_features_of(zoo.resolve("ctrn", num_features=2))
-    assert training.overlap_features_of(zoo.resolve("ctrn", overlap_features=False)) is False
-    assert zoo.resolve("ctrn", overlap_features=False)["model"]["num_features"] == 0
-    assert training.overlap_features_of(zoo.resolve("qrnn_wikiqa", overlap_features=True)) is True
+def test_overlap_features_follow_the_preset_flag():
+    assert zoo.num_features_of(zoo.resolve("ctrn")) == 4
+    assert zoo.num_features_of(zoo.resolve("ctrn", overlap_features=False)) == 0
+    assert zoo.num_features_of(zoo.resolve("qrnn_wikiqa", overlap_features=True)) == 4
+    with pytest.raises(ValueError, match="unknown setting"):
+        zoo.resolve("ctrn", num_features=2)  # the preprocessor decides the width, not a setting
+    with pytest.raises(ValueError, match="takes no pair features"):
+        zoo.resolve("mcan_fm", overlap_features=True)
 
 
 def test_a_run_without_its_document_frequencies_is_refused(ctrn_run, tmp_path):

@@ -41,3 +41,43 @@ def matching_features(xq, xa):
     product = keras.layers.Multiply(name="pair_product")([xq, xa])
     difference = keras.layers.Subtract(name="pair_difference")([xq, xa])
     return keras.layers.Concatenate(name="pair_features")([xq, xa, product, difference])
+
+
+def feature_input(num_features):
+    """The optional third model input `features`, float32 `[batch, num_features]` (pair features computed by the
+    preprocessor, e.g. the four word-overlap features), or None when `num_features` is 0.
+
+    Raises:
+        ValueError: `num_features` is not a non-negative integer.
+    """
+    if isinstance(num_features, bool) or not isinstance(num_features, int) or num_features < 0:
+        raise ValueError(f"num_features must be a non-negative integer, got {num_features!r}")
+    if not num_features:
+        return None
+    return keras.Input(shape=(num_features,), dtype="float32", name="features")
+
+
+def output_head(x, head="softmax", num_classes=None, regularizer=None):
+    """The model's output layer, one of the heads of `keras_match.heads` (the score contract).
+
+    Args:
+        x: float tensor `[batch, d]`, the pair representation after the prediction layers.
+        head: `"softmax"`: 2-class softmax over (not relevant, relevant), float32 `[batch, 2]` (MCAN eq. 16,
+            CTRN); `"score"`: a raw linear score `[batch, 1]`; `"classification"`: softmax over `num_classes`
+            labels, `[batch, num_classes]`.
+        num_classes: the number of labels of a classification head (>= 2).
+        regularizer: kernel regularizer of the output layer.
+
+    Returns:
+        The output tensor, from a layer named `keras_match.heads.OUTPUT_LAYERS[head]`.
+
+    Raises:
+        ValueError: unknown head, or a classification head without `num_classes >= 2`.
+    """
+    from keras_match import heads
+
+    units = heads.check_head(head, num_classes)
+    activation = None if head == "score" else "softmax"
+    return keras.layers.Dense(
+        units, activation=activation, kernel_regularizer=regularizer, name=heads.OUTPUT_LAYERS[head]
+    )(x)

@@ -6,7 +6,7 @@ import keras
 import numpy as np
 
 from keras_match.layers import CTRN, QRNN, TemporalMeanPooling
-from keras_match.models.common import frozen_embedding, pair_inputs
+from keras_match.models.common import feature_input, frozen_embedding, output_head, pair_inputs
 
 
 def _check_positive(**values):
@@ -28,6 +28,8 @@ def _matching_model(
     l2,
     num_features,
     trainable_embeddings,
+    head,
+    num_classes,
     name,
 ):
     """The model around a sequence-pair encoder, shared by `build_ctrn`, `build_qrnn_matcher` and the benchmarks.
@@ -38,8 +40,7 @@ def _matching_model(
     only in the encoder.
     """
     _check_positive(num_dense_layers=num_dense_layers, dense_units=dense_units)
-    if isinstance(num_features, bool) or not isinstance(num_features, int) or num_features < 0:
-        raise ValueError(f"num_features must be a non-negative integer, got {num_features!r}")
+    features = feature_input(num_features)
     regularizer = keras.regularizers.L2(l2) if l2 else None
     question, answer = pair_inputs()
     embedding = frozen_embedding(vocab_size, embedding_dim, embeddings, trainable_embeddings)
@@ -59,8 +60,7 @@ def _matching_model(
     x = keras.layers.Concatenate(name="pair_representation")([pool(hq), pool(ha)])
     inputs = {"question": question, "answer": answer}
     x = keras.layers.Dropout(dropout, name="dropout_dense_1")(x)
-    if num_features:
-        features = keras.Input(shape=(num_features,), dtype="float32", name="features")
+    if features is not None:
         inputs["features"] = features
         x = keras.layers.Concatenate(name="pair_and_features")([x, features])
     for i in range(1, num_dense_layers + 1):
@@ -68,10 +68,7 @@ def _matching_model(
             x = keras.layers.Dropout(dropout, name=f"dropout_dense_{i}")(x)
         x = keras.layers.Dense(dense_units, activation="relu", kernel_regularizer=regularizer, name=f"dense_{i}")(x)
     x = keras.layers.Dropout(dropout, name="dropout_output")(x)
-    probabilities = keras.layers.Dense(
-        2, activation="softmax", kernel_regularizer=regularizer, name="probabilities"
-    )(x)
-    model = keras.Model(inputs, probabilities, name=name)
+    model = keras.Model(inputs, output_head(x, head, num_classes, regularizer), name=name)
     if embeddings is not None:
         embedding.set_weights([np.asarray(embeddings, dtype="float32")])
     return model
@@ -91,6 +88,8 @@ def build_ctrn(
     l2=4e-6,
     num_features=0,
     trainable_embeddings=False,
+    head="softmax",
+    num_classes=None,
     name=None,
 ):
     """Build a Cross Temporal Recurrent Network (CTRN) for scoring question/answer pairs.
@@ -133,18 +132,22 @@ def build_ctrn(
         num_features: int >= 0, number of extra pair features. With `num_features > 0` the model has a third
             input `"features"`, float32 `[batch, num_features]` (e.g. `keras_match.features.OverlapFeatures`).
         trainable_embeddings: bool, whether the word vectors are trained (the paper keeps them fixed).
+        head: the output head (`keras_match.heads`): `"softmax"` (the paper's 2-class softmax), `"score"`
+            (a raw ranking score) or `"classification"` (softmax over `num_classes` labels).
+        num_classes: int >= 2, the number of labels of a classification head.
         name: optional model name; default `"ctrn"`.
 
     Returns:
         An uncompiled `keras.Model` with inputs `{"question": int32 [batch, lq], "answer": int32 [batch, la]}`
         (token ids, 0 = padding; lengths may differ between batches), plus `"features"` float32
-        `[batch, num_features]` when `num_features > 0`, and output float32 `[batch, 2]`: the softmax
-        probabilities of (not relevant, relevant). Padding never changes a pair's output; an empty text gives
-        a finite one.
+        `[batch, num_features]` when `num_features > 0`, and one output, the head's: float32 `[batch, 2]`, the
+        softmax probabilities of (not relevant, relevant), for the default `"softmax"` head (`[batch, 1]` for
+        `"score"`, `[batch, num_classes]` for `"classification"`). Padding never changes a pair's output; an
+        empty text gives a finite one.
 
     Raises:
         ValueError: `embeddings` does not have `vocab_size` rows, a size is not a positive integer,
-            `num_features` is negative, or `alignment` is unknown.
+            `num_features` is negative, `alignment` or `head` is unknown.
 
     Examples:
     >>> model = build_ctrn(vocab_size=1000, embedding_dim=50, filters=32, dense_units=16)
@@ -176,6 +179,8 @@ def build_ctrn(
         l2=l2,
         num_features=num_features,
         trainable_embeddings=trainable_embeddings,
+        head=head,
+        num_classes=num_classes,
         name=name or "ctrn",
     )
 
@@ -193,6 +198,8 @@ def build_qrnn_matcher(
     l2=4e-6,
     num_features=0,
     trainable_embeddings=False,
+    head="softmax",
+    num_classes=None,
     name=None,
 ):
     """Build the QRNN baseline of the CTRN paper: a siamese QRNN matcher for question/answer pairs.
@@ -231,18 +238,22 @@ def build_qrnn_matcher(
         num_features: int >= 0, number of extra pair features. With `num_features > 0` the model has a third
             input `"features"`, float32 `[batch, num_features]` (e.g. `keras_match.features.OverlapFeatures`).
         trainable_embeddings: bool, whether the word vectors are trained (the paper keeps them fixed).
+        head: the output head (`keras_match.heads`): `"softmax"` (the paper's 2-class softmax), `"score"`
+            (a raw ranking score) or `"classification"` (softmax over `num_classes` labels).
+        num_classes: int >= 2, the number of labels of a classification head.
         name: optional model name; default `"qrnn"`.
 
     Returns:
         An uncompiled `keras.Model` with inputs `{"question": int32 [batch, lq], "answer": int32 [batch, la]}`
         (token ids, 0 = padding; lengths may differ between batches), plus `"features"` float32
-        `[batch, num_features]` when `num_features > 0`, and output float32 `[batch, 2]`: the softmax
-        probabilities of (not relevant, relevant). Padding never changes a pair's output; an empty text gives
-        a finite one.
+        `[batch, num_features]` when `num_features > 0`, and one output, the head's: float32 `[batch, 2]`, the
+        softmax probabilities of (not relevant, relevant), for the default `"softmax"` head (`[batch, 1]` for
+        `"score"`, `[batch, num_classes]` for `"classification"`). Padding never changes a pair's output; an
+        empty text gives a finite one.
 
     Raises:
         ValueError: `embeddings` does not have `vocab_size` rows, a size is not a positive integer, or
-            `num_features` is negative.
+            `num_features` is negative, or `head` is unknown.
 
     Examples:
     >>> model = build_qrnn_matcher(vocab_size=1000, embedding_dim=50, filters=32, dense_units=16)
@@ -270,5 +281,7 @@ def build_qrnn_matcher(
         l2=l2,
         num_features=num_features,
         trainable_embeddings=trainable_embeddings,
+        head=head,
+        num_classes=num_classes,
         name=name or "qrnn",
     )

@@ -6,7 +6,7 @@ import keras
 import numpy as np
 
 from keras_match.layers import Highway, MeanMaxPooling, MultiCastAttention
-from keras_match.models.common import frozen_embedding, matching_features, pair_inputs
+from keras_match.models.common import frozen_embedding, matching_features, output_head, pair_inputs
 
 
 def build_mcan(
@@ -22,6 +22,8 @@ def build_mcan(
     dropout=0.2,
     l2=1e-6,
     trainable_embeddings=False,
+    head="softmax",
+    num_classes=None,
     name=None,
 ):
     """Build a Multi-Cast Attention Network (MCAN) for scoring question/answer pairs.
@@ -54,15 +56,20 @@ def build_mcan(
         dropout: float in [0, 1), dropout rate (0.2 in the paper).
         l2: float, L2 regularisation weight lambda of eq. 17 (1e-6 on TrecQA).
         trainable_embeddings: bool, whether the word vectors are trained (the paper keeps them fixed).
+        head: the output head (`keras_match.heads`): `"softmax"` (eq. 16, the paper's), `"score"` (a raw
+            ranking score) or `"classification"` (softmax over `num_classes` labels, e.g. entailment).
+        num_classes: int >= 2, the number of labels of a classification head.
         name: optional model name; default `"mcan_<compression>"`.
 
     Returns:
         An uncompiled `keras.Model` with inputs `{"question": int32 [batch, lq], "answer": int32 [batch, la]}`
-        (token ids, 0 = padding; lengths may differ between batches) and output float32 `[batch, 2]`:
-        the softmax probabilities of (not relevant, relevant). Padding never changes a pair's output.
+        (token ids, 0 = padding; lengths may differ between batches) and one output, the head's: float32
+        `[batch, 2]`, the softmax probabilities of (not relevant, relevant) for the default `"softmax"` head
+        (`[batch, 1]` raw scores for `"score"`, `[batch, num_classes]` for `"classification"`). Padding never
+        changes a pair's output.
 
     Raises:
-        ValueError: if `embeddings` does not have `vocab_size` rows, or `compression` is unknown.
+        ValueError: if `embeddings` does not have `vocab_size` rows, `compression` or `head` is unknown.
 
     Examples:
     >>> model = build_mcan(vocab_size=1000, embedding_dim=50, lstm_units=32, highway_units=16)
@@ -117,12 +124,10 @@ def build_mcan(
         x = keras.layers.Dropout(dropout, name=f"dropout_highway_{i}")(x)
         x = Highway(highway_units, kernel_regularizer=regularizer, name=f"highway_{i}")(x)
     x = keras.layers.Dropout(dropout, name="dropout_output")(x)
-    probabilities = keras.layers.Dense(
-        2, activation="softmax", kernel_regularizer=regularizer, name="probabilities"
-    )(x)
+    outputs = output_head(x, head, num_classes, regularizer)
     model = keras.Model(
         {"question": question, "answer": answer},
-        probabilities,
+        outputs,
         name=name or f"mcan_{str(compression).lower()}",
     )
     if embeddings is not None:

@@ -1,0 +1,141 @@
+"""Batch plans: which examples go into each training batch, for each batching mode of `keras_match.losses`.
+
+A plan is a list of integer index arrays into the training examples (the flat pairs of a split, in order):
+
+- pointwise: `[batch]` indices, every example once per epoch, shuffled;
+- pairwise: `[batch, 2]` rows `(positive, negative)` of the same question: every negative candidate of a
+  question that has a positive once per epoch, each paired with a positive of its question drawn at random;
+- listwise: `[questions, list_size]` rows, one question's candidates each, padded with `-1` (padded items
+  carry label -1, keras-rs's convention): every question with a positive once per epoch, with all of its
+  candidates or, with `list_size`, a random sample of that many that holds at least one positive. Questions are
+  packed in shuffled order while a batch's questions x longest list fit in `batch_size` candidates (at least
+  one question per batch).
+
+Plans are pure numpy and drawn from a `numpy.random.Generator`, so a seed and an epoch number give the same
+batches every time. Questions without a positive (or, for pairwise, without a negative) teach a ranking loss
+nothing and are left out of pairwise / listwise plans.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from keras_match import losses
+
+MODES = losses.MODES
+"""The batching modes, one per loss mode."""
+
+__all__ = ["MODES", "PAD_INDEX", "groups_of", "pointwise_batches", "pairwise_batches", "listwise_batches", "plan"]
+
+PAD_INDEX = -1
+"""Index of a padded list item."""
+
+
+def _check_batch_size(batch_size, name="batch_size"):
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+        raise ValueError(f"{name} must be a positive integer, got {batch_size!r}")
+    return int(batch_size)
+
+
+def groups_of(group_ids) -> list[np.ndarray]:
+    """The indices of each group (question), groups in order of first appearance, indices ascending."""
+    group_ids = np.asarray(group_ids)
+    if len(group_ids) == 0:
+        return []
+    _, first, inverse = np.unique(group_ids, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")  # group number by first appearance
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    by_group = rank[inverse.reshape(-1)]
+    sorted_indices = np.argsort(by_group, kind="stable")
+    boundaries = np.flatnonzero(np.diff(by_group[sorted_indices])) + 1
+    return np.split(sorted_indices, boundaries)
+
+
+def pointwise_batches(num_examples, batch_size, rng) -> list[np.ndarray]:
+    """Every example once, shuffled, in batches of `batch_size` (the last may be smaller)."""
+    batch_size = _check_batch_size(batch_size)
+    order = rng.permutation(int(num_examples))
+    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+
+
+def pairwise_batches(group_ids, labels, batch_size, rng) -> list[np.ndarray]:
+    """`(positive, negative)` index rows of the same question, `[batch, 2]`, shuffled across questions."""
+    batch_size = _check_batch_size(batch_size)
+    labels = np.asarray(labels)
+    rows = []
+    for members in groups_of(group_ids):
+        relevant = labels[members] >= 1
+        positives, negatives = members[relevant], members[~relevant]
+        if len(positives) and len(negatives):
+            partners = positives[rng.integers(0, len(positives), size=len(negatives))]
+            rows.append(np.stack([partners, negatives], axis=1))
+    if not rows:
+        return []
+    rows = np.concatenate(rows)[rng.permutation(sum(len(r) for r in rows))]
+    return [rows[i : i + batch_size] for i in range(0, len(rows), batch_size)]
+
+
+def listwise_batches(group_ids, labels, batch_size, rng, list_size=None) -> list[np.ndarray]:
+    """One question's candidates per row, `[questions, length]`, padded with `PAD_INDEX`.
+
+    Args:
+        group_ids: the question id of each example.
+        labels: each example's label (`>= 1` relevant).
+        batch_size: candidates per batch: questions are packed in shuffled order while (questions x longest
+            list) stays within `batch_size`; a longer list gets a batch of its own.
+        rng: `numpy.random.Generator`.
+        list_size: None (all candidates of a question) or a positive int: a random sample of that many
+            candidates (all of them when fewer) that includes at least one positive.
+    """
+    batch_size = _check_batch_size(batch_size)
+    if list_size is not None:
+        _check_batch_size(list_size, "list_size")
+    labels = np.asarray(labels)
+    lists = []
+    for members in groups_of(group_ids):
+        relevant = labels[members] >= 1
+        if not relevant.any():
+            continue
+        members = rng.permutation(members)
+        if list_size is not None and len(members) > list_size:
+            relevant = labels[members] >= 1
+            first_positive = members[np.argmax(relevant)]
+            others = members[members != first_positive]
+            members = np.concatenate([[first_positive], others[: list_size - 1]])
+            members = rng.permutation(members)
+        lists.append(members)
+    order = rng.permutation(len(lists))
+    batches, current = [], []
+    for index in order:
+        candidate = current + [lists[index]]
+        if current and len(candidate) * max(len(m) for m in candidate) > batch_size:
+            batches.append(current)
+            candidate = [lists[index]]
+        current = candidate
+    if current:
+        batches.append(current)
+    return [_pad(batch) for batch in batches]
+
+
+def _pad(rows):
+    width = max(len(r) for r in rows)
+    out = np.full((len(rows), width), PAD_INDEX, dtype=np.int64)
+    for i, row in enumerate(rows):
+        out[i, : len(row)] = row
+    return out
+
+
+def plan(mode, group_ids, labels, batch_size, rng, list_size=None) -> list[np.ndarray]:
+    """The batches of one epoch for a loss mode (`"pointwise"`, `"pairwise"`, `"listwise"`).
+
+    Raises:
+        ValueError: unknown mode, or a batch size that is not a positive integer.
+    """
+    if mode == "pointwise":
+        return pointwise_batches(len(labels), batch_size, rng)
+    if mode == "pairwise":
+        return pairwise_batches(group_ids, labels, batch_size, rng)
+    if mode == "listwise":
+        return listwise_batches(group_ids, labels, batch_size, rng, list_size=list_size)
+    raise ValueError(f"unknown batching mode {mode!r}; valid modes: {list(MODES)}")

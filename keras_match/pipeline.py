@@ -1,0 +1,177 @@
+"""The input pipeline: examples of a split, their model inputs, training batches for each loss mode, scoring.
+
+1. `Examples` are the flat text pairs of a split with their labels and groups (a ranking split's question
+   ids; none for classification), made by the task (`keras_match.tasks`).
+2. `encode` maps the run's `PairPreprocessor` over them in a `tf.data` pipeline once: token ids (padded to the
+   maximum lengths) and the optional pair features, as numpy arrays.
+3. `training_dataset` draws each epoch's batch plan (`keras_match.batching`, chosen by the loss's mode) from a
+   seed and the epoch number and gathers the batches: `[batch, length]` ids for pointwise, `[batch, 2, length]`
+   for pairwise (positive first), `[questions, list, length]` for listwise with label -1 on padded items. Every
+   batch is cut to its longest text.
+4. `predict` runs a model over encoded inputs in batches cut to their longest text and returns its outputs in
+   the caller's order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import tensorflow as tf
+
+from keras_match import batching, text
+from keras_match.preprocessing import TEXT_INPUTS, trim_padding
+
+__all__ = ["Examples", "encode", "training_dataset", "predict", "ENCODE_BATCH", "PREDICT_BATCH"]
+
+ENCODE_BATCH = 1024
+"""Texts per preprocessor call when encoding (the overlap features' memory is quadratic in length)."""
+
+PREDICT_BATCH = 256
+"""Pairs per model call when scoring."""
+
+
+@dataclasses.dataclass
+class Examples:
+    """The flat examples of a split, in order.
+
+    Attributes:
+        texts: `{"question": object array of str [n], "answer": ...}`, the preprocessor's inputs.
+        labels: int32 `[n]`: relevance labels (ranking) or class indices (classification).
+        groups: object array `[n]` of question ids for ranking (what pairwise and listwise batches group by),
+            or None.
+        ids: object array `[n]` of example ids (candidate ids for ranking), or None.
+    """
+
+    texts: dict
+    labels: np.ndarray
+    groups: np.ndarray | None = None
+    ids: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+
+def encode(preprocessor, texts, batch_size=ENCODE_BATCH) -> dict:
+    """The model inputs of raw texts, mapping the preprocessor over a `tf.data` dataset.
+
+    Args:
+        preprocessor: a `keras_match.preprocessing.PairPreprocessor`.
+        texts: `{"question": texts [n], "answer": texts [n]}` (lists or object arrays of str or bytes).
+        batch_size: texts per preprocessor call.
+
+    Returns:
+        dict of numpy arrays: int32 ids `[n, max_length]` per text input, float32 `features [n, f]` when the
+        preprocessor makes them; `n = 0` gives empty arrays of those widths.
+
+    Raises:
+        ValueError: the text inputs differ in length.
+        TypeError: a text is neither str nor bytes (the message gives its index).
+    """
+    columns = {key: np.asarray(texts[key], dtype=object) for key in TEXT_INPUTS}
+    sizes = {key: len(value) for key, value in columns.items()}
+    if len(set(sizes.values())) > 1:
+        raise ValueError(f"the text inputs must have the same length, got {sizes}")
+    n = sizes[TEXT_INPUTS[0]]
+    if n == 0:
+        specs = preprocessor.model_input_specs()
+        widths = {"question": preprocessor.max_question_length, "answer": preprocessor.max_answer_length}
+        return {key: np.zeros([0, widths.get(key, spec.shape[-1])], spec.dtype.as_numpy_dtype)
+                for key, spec in specs.items()}
+    strings = {key: text._as_string_batch(value) for key, value in columns.items()}  # str or UTF-8 bytes
+    dataset = tf.data.Dataset.from_tensor_slices(strings).batch(batch_size).map(preprocessor)
+    chunks = [{key: value.numpy() for key, value in batch.items()} for batch in dataset]
+    return {key: np.concatenate([chunk[key] for chunk in chunks]) for key in chunks[0]}
+
+
+def _gather(inputs, labels, index, mode):
+    """One batch of a plan: the inputs and labels of `index` (`[b]`, `[b, 2]` or `[b, k]` with -1 padding)."""
+    if mode == "listwise":
+        padded = index == batching.PAD_INDEX
+        safe = np.where(padded, 0, index)
+        batch = {}
+        for key, value in inputs.items():
+            rows = value[safe]
+            rows[padded] = 0  # padded list items: all-padding ids, zero features
+            batch[key] = rows
+        y = np.where(padded, -1.0, labels[safe].astype(np.float32)).astype(np.float32)
+        return batch, y
+    batch = {key: value[index] for key, value in inputs.items()}
+    if mode == "pairwise":
+        return batch, np.zeros([len(index)], np.float32)  # the positive is column 0
+    return batch, labels[index].astype(np.int32)
+
+
+def training_dataset(inputs, examples: Examples, mode, batch_size, seed, list_size=None, first_epoch=0):
+    """The training batches of a loss mode as a `tf.data.Dataset` of `(inputs, labels)`, reshuffled each epoch.
+
+    Epoch `e` (counted from `first_epoch`, so a resumed run continues the sequence) draws its plan from
+    `numpy.random.default_rng([seed, e])`.
+
+    Args:
+        inputs: the encoded inputs of `examples` (`encode`).
+        examples: their labels and groups; pairwise and listwise need `examples.groups`.
+        mode: `"pointwise"`, `"pairwise"` or `"listwise"`.
+        batch_size: pairs per batch (pointwise), pairs of pairs (pairwise), candidates per batch (listwise).
+        seed: int.
+        list_size: listwise only: candidates sampled per question (None: all).
+        first_epoch: the epoch number of the first pass over the dataset.
+
+    Returns:
+        `tf.data.Dataset`; labels are int32 `[b]` (pointwise), zeros `[b]` (pairwise) or float32 `[b, k]`
+        with -1 on padded items (listwise).
+
+    Raises:
+        ValueError: a ranking mode without groups, or a plan without any batch (no question with both a
+            positive and a negative candidate, say).
+    """
+    labels = np.asarray(examples.labels)
+    if mode not in batching.MODES:
+        raise ValueError(f"unknown batching mode {mode!r}; valid modes: {list(batching.MODES)}")
+    if mode != "pointwise" and examples.groups is None:
+        raise ValueError(f"{mode} batches need question groups; this data has none (classification?)")
+    groups = examples.groups if examples.groups is not None else np.zeros(len(labels))
+    epoch = [first_epoch]
+
+    def plan_of(number):
+        return batching.plan(mode, groups, labels, batch_size, np.random.default_rng([seed, number]),
+                             list_size=list_size)
+
+    first_plan = plan_of(first_epoch)
+    if not first_plan:
+        need = "a relevant candidate" if mode == "listwise" else "both a relevant and an irrelevant candidate"
+        raise ValueError(f"no {mode} training batch can be made: no training question has {need}")
+
+    def generate():
+        plan = first_plan if epoch[0] == first_epoch else plan_of(epoch[0])
+        epoch[0] += 1
+        for index in plan:
+            yield _gather(inputs, labels, index, mode)
+
+    extra = {"pointwise": 0, "pairwise": 1, "listwise": 1}[mode]
+    input_spec = {key: tf.TensorSpec([None] * (value.ndim + extra), tf.as_dtype(value.dtype))
+                  for key, value in inputs.items()}
+    for key in inputs:
+        if key not in TEXT_INPUTS:  # features keep their width
+            input_spec[key] = tf.TensorSpec([None] * (1 + extra) + [inputs[key].shape[-1]],
+                                            tf.as_dtype(inputs[key].dtype))
+    label_spec = (tf.TensorSpec([None], tf.int32) if mode == "pointwise" else
+                  tf.TensorSpec([None], tf.float32) if mode == "pairwise" else tf.TensorSpec([None, None], tf.float32))
+    dataset = tf.data.Dataset.from_generator(generate, output_signature=(input_spec, label_spec))
+    dataset = dataset.map(lambda x, y: (trim_padding(x), y))
+    if mode != "listwise":  # a fixed number of batches per epoch: the progress bar knows the total
+        dataset = dataset.apply(tf.data.experimental.assert_cardinality(len(first_plan)))
+    return dataset.prefetch(2)
+
+
+def predict(model, inputs, batch_size=PREDICT_BATCH) -> np.ndarray:
+    """The model's outputs for encoded inputs, in order; batches are cut to their longest text.
+
+    No examples give an empty array (Keras' `predict` fails on an empty dataset).
+    """
+    n = len(inputs[TEXT_INPUTS[0]])
+    if n == 0:
+        width = model.outputs[0].shape[-1]
+        return np.zeros([0, width], np.float32)
+    dataset = tf.data.Dataset.from_tensor_slices(dict(inputs)).batch(batch_size).map(trim_padding)
+    return np.asarray(model.predict(dataset, verbose=0), dtype=np.float32)

@@ -1,0 +1,311 @@
+"""The preprocessor: raw text pairs in, a matching model's inputs out, the same object in training and serving.
+
+`PairPreprocessor` is keras-hub's preprocessor idea for text pairs: a Keras layer that owns the tokenizer and
+vocabulary (`keras_match.text.TextEncoder`), the truncation lengths and the optional word-overlap features
+(`keras_match.features.OverlapFeatures`), and maps `{"question": tf.string [batch], "answer": tf.string [batch]}`
+to the model's inputs. Training maps it over a `tf.data` dataset, `Run.score` / `predict` / evaluation call it
+eagerly, and the exported SavedModel signatures call it in the graph, so raw text becomes ids one way only.
+
+Like keras-hub's tokenizers, the vocabulary is not part of `get_config()`: `save_assets` writes it (and the
+overlap features' document frequencies) as files, `load_assets` reads them back. `save(directory)` /
+`PairPreprocessor.load(directory)` store the config as `preprocessor.json` beside those files, which is how a
+run directory carries its preprocessor.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import shutil
+import tempfile
+import weakref
+
+import keras
+import tensorflow as tf
+
+from keras_match import text
+
+__all__ = ["CONFIG_FILE", "VOCABULARY_FILE", "FREQUENCIES_FILE", "PairPreprocessor", "trim_padding"]
+
+CONFIG_FILE = "preprocessor.json"
+VOCABULARY_FILE = "vocabulary.txt"
+FREQUENCIES_FILE = "document_frequencies.tsv"
+
+TEXT_INPUTS = ("question", "answer")
+"""The raw-text inputs of a pair, and the names of the token-id inputs of every matching model."""
+
+
+def trim_padding(inputs):
+    """Cuts the padding columns every row shares from the token-id inputs; other inputs are kept whole.
+
+    Batches then cost what their longest text costs; padding never changes a model's output.
+
+    Args:
+        inputs: dict with int32 `question` and `answer` ids, `[batch, length]` or `[batch, list, length]`
+            (padding 0 only at the end of a row), plus any other inputs (`features`).
+
+    Returns:
+        The same dict with each id tensor cut to its longest row (at least one column, so an empty batch or
+        all-padding rows keep a valid shape).
+    """
+    trimmed = dict(inputs)
+    for key in TEXT_INPUTS:
+        ids = tf.convert_to_tensor(inputs[key])
+        length = tf.reduce_max(tf.math.count_nonzero(ids, axis=-1, dtype=tf.int32))  # int32 min when empty
+        trimmed[key] = ids[..., : tf.maximum(length, 1)]
+    return trimmed
+
+
+@keras.saving.register_keras_serializable(package="keras_match")
+class PairPreprocessor(keras.layers.Layer):
+    """Maps raw (question, answer) text pairs to a matching model's inputs.
+
+    Inputs are tokenized with the GloVe-style tokenizer of `keras_match.text`, looked up in the vocabulary
+    (0 = padding, 1 = out of vocabulary) and truncated / padded to the maximum lengths. With
+    `overlap_features=True` it also computes the four word-overlap features of the truncated texts (the tokens
+    the model sees), from the training texts' document frequencies.
+
+    Call args:
+        x: dict `{"question": texts, "answer": texts}`, each a `tf.string` tensor `[batch]` (symbolic or eager),
+            a list of `str` or a 1-D numpy array of `str`, of the same length. A dict, never a tuple: `tf.data`
+            unpacks tuples and keras-hub reads a 2-tuple as `(x, y)`.
+        y: optional labels, passed through.
+        sample_weight: optional sample weights, passed through.
+
+    Returns:
+        `keras.utils.pack_x_y_sample_weight(inputs, y, sample_weight)`: `inputs` alone without `y`, else
+        `(inputs, y)` or `(inputs, y, sample_weight)`; `inputs` is
+        `{"question": int32 [batch, max_question_length], "answer": int32 [batch, max_answer_length]}` plus
+        `"features"`: float32 `[batch, 4]` with `overlap_features`. Empty texts give all-padding rows (and
+        zero features); texts longer than the maximum keep their first tokens.
+
+    Args:
+        vocabulary: a `keras_match.text.TextEncoder`, a list of words, a vocabulary file path, or None (then
+            `load_assets` must provide it before the layer is called).
+        max_question_length: int >= 1, tokens kept of each question.
+        max_answer_length: int >= 1, tokens kept of each answer.
+        lowercase: lower-case texts before tokenizing (GloVe 6B is lower-case).
+        overlap_features: compute the four word-overlap features (`keras_match.features`).
+        document_frequencies: with `overlap_features`, a `keras_match.features.OverlapFeatures` or the path of
+            its frequency file (None: `load_assets` provides it).
+
+    Raises:
+        ValueError: a length is not a positive integer; the layer is called before it has a vocabulary (or,
+            with `overlap_features`, document frequencies); `x` lacks `question` or `answer`.
+        TypeError: `x` is not a dict, or holds non-strings (see `keras_match.text.tokenize`).
+
+    Examples:
+    >>> preprocessor = PairPreprocessor(["cat", "sat"], max_question_length=4, max_answer_length=6)
+    >>> preprocessor({"question": ["the cat ?"], "answer": ["a cat sat ."]})["answer"].numpy().tolist()
+    [[1, 2, 3, 1, 0, 0]]
+    >>> ds = tf.data.Dataset.from_tensor_slices(({"question": qs, "answer": as_}, labels))  # doctest: +SKIP
+    >>> ds = ds.batch(64).map(preprocessor)  # doctest: +SKIP
+
+    Reference:
+        keras-hub's `Preprocessor` (`keras_hub/src/models/preprocessor.py`); the overlap features: Severyn &
+        Moschitti, SIGIR 2015.
+    """
+
+    def __init__(
+        self,
+        vocabulary=None,
+        max_question_length=40,
+        max_answer_length=60,
+        lowercase=True,
+        overlap_features=False,
+        document_frequencies=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        # as keras-hub's preprocessing layers: string inputs, no conversion to float tensors, nothing to build
+        self._convert_input_args = False
+        self._allow_non_tensor_positional_args = True
+        self.built = True
+        for name, value in (("max_question_length", max_question_length), ("max_answer_length", max_answer_length)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        self.max_question_length = int(max_question_length)
+        self.max_answer_length = int(max_answer_length)
+        self.lowercase = bool(lowercase)
+        self.overlap_features = bool(overlap_features)
+        self.encoder = None
+        self.overlap = None
+        if vocabulary is not None:
+            self.set_vocabulary(vocabulary)
+        if document_frequencies is not None:
+            self.set_document_frequencies(document_frequencies)
+
+    # ---- state ------------------------------------------------------------------------------------------------
+
+    def set_vocabulary(self, vocabulary):
+        """Sets the vocabulary: a `TextEncoder`, a list of words or a vocabulary file (read in place)."""
+        if isinstance(vocabulary, text.TextEncoder):
+            encoder = vocabulary
+        elif isinstance(vocabulary, (str, os.PathLike)):
+            encoder = text.TextEncoder.from_file(vocabulary, lowercase=self.lowercase)
+        else:
+            encoder = text.TextEncoder(list(vocabulary), lowercase=self.lowercase)
+        if encoder.lowercase != self.lowercase:
+            raise ValueError(f"the vocabulary's encoder has lowercase={encoder.lowercase}, the preprocessor "
+                             f"lowercase={self.lowercase}")
+        self.encoder = encoder
+
+    def set_document_frequencies(self, frequencies):
+        """Sets the overlap features' document frequencies: an `OverlapFeatures` or its file (read in place)."""
+        from keras_match.features import OverlapFeatures
+
+        if not isinstance(frequencies, OverlapFeatures):
+            frequencies = OverlapFeatures.from_file(frequencies, lowercase=self.lowercase)
+        if frequencies.lowercase != self.lowercase:
+            raise ValueError(f"the document frequencies have lowercase={frequencies.lowercase}, the preprocessor "
+                             f"lowercase={self.lowercase}")
+        self.overlap = frequencies
+
+    @property
+    def vocab_size(self) -> int:
+        """Number of token ids (the model's embedding rows): the vocabulary plus padding and OOV."""
+        self._check_ready()
+        return self.encoder.vocab_size
+
+    @property
+    def num_features(self) -> int:
+        """Width of the `features` input it makes: 4 with `overlap_features`, else 0."""
+        from keras_match.features import FEATURE_NAMES
+
+        return len(FEATURE_NAMES) if self.overlap_features else 0
+
+    def lookup_tables(self):
+        """The lookup tables the graph reads (an export must track them)."""
+        self._check_ready()
+        tables = [self.encoder.table]
+        if self.overlap is not None:
+            tables += [self.overlap.idf_table, self.overlap.stop_table]
+        return tables
+
+    def _check_ready(self):
+        if self.encoder is None:
+            raise ValueError("PairPreprocessor has no vocabulary: pass vocabulary= or call load_assets()")
+        if self.overlap_features and self.overlap is None:
+            raise ValueError("PairPreprocessor(overlap_features=True) has no document frequencies: pass "
+                             "document_frequencies= or call load_assets()")
+
+    # ---- signatures -------------------------------------------------------------------------------------------
+
+    def text_input_specs(self) -> dict:
+        """The raw-text inputs: `{"question": TensorSpec([None], tf.string), "answer": ...}`."""
+        return {key: tf.TensorSpec([None], tf.string, name=key) for key in TEXT_INPUTS}
+
+    def model_input_specs(self) -> dict:
+        """The model inputs it makes: int32 ids `[None, None]` (trimmed lengths) and float32 `features`."""
+        specs = {key: tf.TensorSpec([None, None], tf.int32, name=key) for key in TEXT_INPUTS}
+        if self.num_features:
+            specs["features"] = tf.TensorSpec([None, self.num_features], tf.float32, name="features")
+        return specs
+
+    # ---- the mapping ------------------------------------------------------------------------------------------
+
+    def call(self, x, y=None, sample_weight=None):
+        self._check_ready()
+        if not isinstance(x, dict):
+            raise TypeError(f"PairPreprocessor takes a dict {{'question': texts, 'answer': texts}}, got "
+                            f"{type(x).__name__}")
+        missing = [key for key in TEXT_INPUTS if key not in x]
+        if missing:
+            raise ValueError(f"PairPreprocessor input lacks {missing}; it takes {list(TEXT_INPUTS)}")
+        questions = text._as_string_batch(x["question"])
+        answers = text._as_string_batch(x["answer"])
+        inputs = {
+            "question": self.encoder.encode(questions, self.max_question_length),
+            "answer": self.encoder.encode(answers, self.max_answer_length),
+        }
+        if self.overlap_features:
+            inputs["features"] = self.overlap(questions, answers, self.max_question_length, self.max_answer_length)
+        return keras.utils.pack_x_y_sample_weight(inputs, y, sample_weight)
+
+    # ---- saving -----------------------------------------------------------------------------------------------
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            max_question_length=self.max_question_length,
+            max_answer_length=self.max_answer_length,
+            lowercase=self.lowercase,
+            overlap_features=self.overlap_features,
+            vocabulary=None,  # an asset (save_assets), as keras-hub's tokenizers do
+            document_frequencies=None,
+        )
+        return config
+
+    def save_assets(self, dir_path):
+        """Writes `vocabulary.txt` (and `document_frequencies.tsv` with overlap features) into `dir_path`."""
+        self._check_ready()
+        directory = pathlib.Path(dir_path)
+        self.encoder.save_vocabulary(_staged(directory / VOCABULARY_FILE))
+        os.replace(_staged(directory / VOCABULARY_FILE), directory / VOCABULARY_FILE)
+        if self.overlap_features:
+            self.overlap.save(_staged(directory / FREQUENCIES_FILE))
+            os.replace(_staged(directory / FREQUENCIES_FILE), directory / FREQUENCIES_FILE)
+
+    def load_assets(self, dir_path):
+        """Reads the files `save_assets` wrote (copied to a private folder: `dir_path` may be temporary).
+
+        Raises:
+            FileNotFoundError: a file is missing (the message names it).
+            ValueError: a file is malformed (the message names file and line).
+        """
+        directory = pathlib.Path(dir_path)
+        needed = [VOCABULARY_FILE] + ([FREQUENCIES_FILE] if self.overlap_features else [])
+        for name in needed:
+            if not (directory / name).is_file():
+                raise FileNotFoundError(f"{directory / name} not found: the preprocessor's "
+                                        f"{'vocabulary' if name == VOCABULARY_FILE else 'document frequencies'} "
+                                        "must be saved with it")
+        copies = {}
+        for name in needed:
+            private = tempfile.mkdtemp(prefix="keras_match_preprocessor_")
+            shutil.copyfile(directory / name, os.path.join(private, name))
+            copies[name] = private
+        self.set_vocabulary(os.path.join(copies[VOCABULARY_FILE], VOCABULARY_FILE))
+        # each copy must outlive the table that reads it (an export copies the file): removed with that table
+        weakref.finalize(self.encoder.table, shutil.rmtree, copies[VOCABULARY_FILE], ignore_errors=True)
+        if self.overlap_features:
+            self.set_document_frequencies(os.path.join(copies[FREQUENCIES_FILE], FREQUENCIES_FILE))
+            weakref.finalize(self.overlap.idf_table, shutil.rmtree, copies[FREQUENCIES_FILE], ignore_errors=True)
+
+    def save(self, directory):
+        """Writes `preprocessor.json` (the config) and the assets into `directory` (created if needed)."""
+        directory = pathlib.Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        self.save_assets(directory)
+        config = keras.saving.serialize_keras_object(self)
+        staged = _staged(directory / CONFIG_FILE)
+        staged.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+        os.replace(staged, directory / CONFIG_FILE)
+
+    @classmethod
+    def load(cls, directory):
+        """Reads a preprocessor written by `save`.
+
+        Raises:
+            FileNotFoundError: `preprocessor.json` or an asset is missing.
+            ValueError: `preprocessor.json` is not a valid preprocessor config (the message names the file).
+        """
+        directory = pathlib.Path(directory)
+        path = directory / CONFIG_FILE
+        if not path.is_file():
+            raise FileNotFoundError(f"{path} not found")
+        try:
+            config = json.loads(path.read_text(encoding="utf-8"))
+            preprocessor = keras.saving.deserialize_keras_object(config)
+        except (ValueError, TypeError, KeyError) as error:
+            raise ValueError(f"{path}: not a valid preprocessor config ({error})") from None
+        if not isinstance(preprocessor, cls):
+            raise ValueError(f"{path}: holds a {type(preprocessor).__name__}, not a {cls.__name__}")
+        preprocessor.load_assets(directory)
+        return preprocessor
+
+
+def _staged(path: pathlib.Path) -> pathlib.Path:
+    """The temporary name a file is written under before it is renamed into place."""
+    return path.with_name(path.name + ".tmp")

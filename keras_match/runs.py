@@ -1,0 +1,214 @@
+"""The run directory: what `keras_match.train` writes, how a run is loaded back and scored, resume checks.
+
+```
+RUN_DIR/
+  config.json          the resolved preset, dataset, task, loss mode, seed, embeddings
+  preprocessor.json    the PairPreprocessor's config (keras_match.preprocessing)
+  vocabulary.txt       its vocabulary, one token per line (ids from 2; 0 = padding, 1 = OOV)
+  document_frequencies.tsv   with overlap features: the training texts' document frequencies
+  model.keras          the trained model (best dev figure)
+  metrics.json         dev and test figures, the epoch history, wall time
+  logs/                TensorBoard logs
+  checkpoints/         state for resuming an interrupted run (removed when the run completes)
+```
+
+Runs written before the preprocessor existed (no `preprocessor.json`) still load: their preprocessor is made from
+`config.json`'s truncation lengths, `vocabulary.txt` and `document_frequencies.tsv`, which is what they were
+trained with, and their output layer `probabilities` is read as the `"softmax"` head.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import pathlib
+
+import keras
+import numpy as np
+
+from keras_match import heads, pipeline, preprocessing, tasks
+
+__all__ = ["RunFiles", "Run", "load_run", "write_json", "check_resume"]
+
+
+@dataclasses.dataclass
+class RunFiles:
+    """The paths of a run directory."""
+
+    root: pathlib.Path
+
+    config = property(lambda self: self.root / "config.json")
+    preprocessor = property(lambda self: self.root / preprocessing.CONFIG_FILE)
+    vocabulary = property(lambda self: self.root / preprocessing.VOCABULARY_FILE)
+    document_frequencies = property(lambda self: self.root / preprocessing.FREQUENCIES_FILE)
+    model = property(lambda self: self.root / "model.keras")
+    metrics = property(lambda self: self.root / "metrics.json")
+    logs = property(lambda self: self.root / "logs")
+    checkpoints = property(lambda self: self.root / "checkpoints")
+
+
+def write_json(path, obj):
+    """Writes `obj` as JSON to a temporary name, then renames it into place."""
+    staged = pathlib.Path(str(path) + ".tmp")
+    staged.write_text(json.dumps(obj, indent=2, default=_json_default) + "\n")
+    os.replace(staged, path)
+
+
+def _json_default(obj):
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, np.floating):
+        return float(obj)
+    if isinstance(obj, pathlib.Path):
+        return str(obj)
+    raise TypeError(f"not JSON serialisable: {type(obj)}")
+
+
+RESUME_KEYS = ("zoo", "preset", "dataset", "train_split", "seed", "max_train_questions", "embeddings",
+               "overlap_features", "loss_mode")
+"""The settings a resumed run must share with the interrupted one."""
+
+
+def check_resume(files: RunFiles, config: dict) -> bool:
+    """Whether `files.root` holds an interrupted run of the same settings to resume.
+
+    Raises:
+        FileExistsError: the folder holds a finished run.
+        ValueError: it holds an interrupted run with other settings (the message names them).
+    """
+    if files.metrics.exists():
+        raise FileExistsError(
+            f"{files.root} holds a finished run ({files.metrics.name} exists); choose another --run-dir"
+        )
+    if not files.config.exists():
+        return False
+    previous = json.loads(files.config.read_text())
+    current = json.loads(json.dumps(config, default=_json_default))
+    changed = [key for key in RESUME_KEYS if previous.get(key) != current.get(key)]
+    if changed:
+        raise ValueError(
+            f"{files.root} holds an interrupted run with other settings ({', '.join(changed)} differ); "
+            "rerun with the same settings to resume it, or choose another --run-dir"
+        )
+    return True
+
+
+@dataclasses.dataclass
+class Run:
+    """A trained model with its preprocessor and settings: scores raw text.
+
+    Attributes:
+        model: the matching model (one head, see `keras_match.heads`).
+        preprocessor: the `keras_match.preprocessing.PairPreprocessor` it was trained with.
+        config: the run's `config.json` as a dict (may be minimal for a model exported without a run).
+    """
+
+    model: keras.Model
+    preprocessor: preprocessing.PairPreprocessor
+    config: dict = dataclasses.field(default_factory=dict)
+
+    @property
+    def head(self) -> str:
+        """The model's head: `"softmax"`, `"score"` or `"classification"`."""
+        return heads.head_of(self.model)
+
+    @property
+    def task(self):
+        """The run's task (`keras_match.tasks`), from its config."""
+        return tasks.task_from_config(self.config)
+
+    @property
+    def label_names(self):
+        """A classifier's class names (None for ranking models)."""
+        return tuple(self.config["label_names"]) if self.config.get("label_names") else None
+
+    # the parts of the preprocessor the export metadata and older callers name
+    encoder = property(lambda self: self.preprocessor.encoder)
+    overlap = property(lambda self: self.preprocessor.overlap)
+    max_question_length = property(lambda self: self.preprocessor.max_question_length)
+    max_answer_length = property(lambda self: self.preprocessor.max_answer_length)
+
+    def predict(self, questions, answers, batch_size=pipeline.PREDICT_BATCH) -> np.ndarray:
+        """The model's outputs for raw text pairs: float32 `[n, units]` (`[n, 0]`-free: n = 0 gives `[0, units]`).
+
+        Raises:
+            ValueError: `questions` and `answers` differ in length.
+        """
+        if len(questions) != len(answers):
+            raise ValueError(
+                f"questions and answers must have the same length, got {len(questions)} and {len(answers)}"
+            )
+        inputs = pipeline.encode(self.preprocessor, {"question": questions, "answer": answers})
+        return pipeline.predict(self.model, inputs, batch_size)
+
+    def score(self, questions, answers, batch_size=pipeline.PREDICT_BATCH) -> np.ndarray:
+        """Relevance scores of raw question/answer pairs, float32 `[n]` (p(relevant) for a softmax head).
+
+        Raises:
+            ValueError: the lengths differ, or the model is a classifier (use `classify`).
+        """
+        outputs = self.predict(questions, answers, batch_size)
+        return np.asarray(heads.ranking_score(self.head, outputs), np.float32)
+
+    def classify(self, first, second, batch_size=pipeline.PREDICT_BATCH):
+        """A classifier's class probabilities `[n, classes]` and predicted label names `[n]`.
+
+        Raises:
+            ValueError: the model has no classification head.
+        """
+        if self.head != "classification":
+            raise ValueError(f"this run's model has a {self.head!r} head, not a classifier: use score()")
+        probabilities = self.predict(first, second, batch_size)
+        names = np.asarray(self.label_names, dtype=object)
+        return probabilities, names[np.argmax(probabilities, axis=-1)] if len(probabilities) else names[:0]
+
+    def evaluate(self, split, no_positive=None) -> dict:
+        """The task's figures on a split: MAP / MRR / P@1 (`no_positive`: the rule for questions without a
+        relevant candidate, default the run's) or accuracy / F1 for a classifier."""
+        task = self.task
+        if isinstance(task, tasks.RankingTask) and no_positive is not None:
+            task = tasks.RankingTask(no_positive)
+        examples = task.examples(split)
+        inputs = pipeline.encode(self.preprocessor, examples.texts)
+        return task.evaluate(self.head, pipeline.predict(self.model, inputs), examples)
+
+
+def _legacy_preprocessor(files: RunFiles, config: dict):
+    """The preprocessor of a run written before `preprocessor.json` existed."""
+    overlap = bool(config.get("overlap_features"))
+    if overlap and not files.document_frequencies.exists():
+        raise FileNotFoundError(
+            f"{files.document_frequencies} not found: the run's model takes word-overlap features and needs the "
+            "document frequencies it was trained with"
+        )
+    return preprocessing.PairPreprocessor(
+        vocabulary=files.vocabulary,
+        max_question_length=config["max_question_length"],
+        max_answer_length=config["max_answer_length"],
+        lowercase=config.get("lowercase", True),
+        overlap_features=overlap,
+        document_frequencies=files.document_frequencies if overlap else None,
+    )
+
+
+def load_run(run_dir) -> Run:
+    """Load a finished run directory written by `keras_match.train`.
+
+    Raises:
+        FileNotFoundError: the folder has no trained model or misses a file of its preprocessor (the message
+            names the file).
+    """
+    files = RunFiles(pathlib.Path(run_dir))
+    for path in (files.config, files.vocabulary, files.model):
+        if not path.exists():
+            raise FileNotFoundError(f"{path} not found: {run_dir} is not a finished keras-match run")
+    import keras_match.layers  # noqa: F401  (registers the custom layers for deserialisation)
+
+    config = json.loads(files.config.read_text())
+    if files.preprocessor.exists():
+        preprocessor = preprocessing.PairPreprocessor.load(files.root)
+    else:
+        preprocessor = _legacy_preprocessor(files, config)
+    model = keras.models.load_model(files.model)
+    return Run(model=model, preprocessor=preprocessor, config=config)

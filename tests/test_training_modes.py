@@ -1,0 +1,164 @@
+"""Every loss mode and the classification task through `keras-match train`, on real data, and old runs."""
+
+import json
+import shutil
+
+import keras
+import numpy as np
+import pytest
+
+from keras_match import cli, heads, runs, tasks, training, zoo
+
+from conftest import SMALL_MCAN, train_args
+
+SMALL_CTRN = ["--set", "filters=16", "--set", "dense_units=8"]
+
+
+@pytest.mark.parametrize("loss, mode", [("pairwise_hinge", "pairwise"), ("listwise_softmax", "listwise")])
+def test_ranking_losses_train_and_are_recorded(data_dir, tmp_path, capsys, loss, mode):
+    run_dir = tmp_path / loss
+    assert cli.main(train_args(data_dir, run_dir, "--epochs", "1", "--set", f"loss={loss}")) == 0
+    out = capsys.readouterr().out
+    assert f"{mode} batches" in out and "test: MAP" in out
+    config = json.loads((run_dir / "config.json").read_text())
+    report = json.loads((run_dir / "metrics.json").read_text())
+    assert config["loss_mode"] == mode and report["loss_mode"] == mode
+    assert config["preset"]["training"]["loss"] == loss
+    assert report["train_pairs_per_s"] > 0
+    run = training.load_run(run_dir)
+    scores = run.score(["who wrote hamlet ?"] * 2, ["Shakespeare wrote Hamlet .", "the cat sat ."])
+    assert scores.shape == (2,) and np.all((scores >= 0) & (scores <= 1))  # the softmax head's p(relevant)
+    # a run of another mode is not resumed into this one
+    assert cli.main(train_args(data_dir, run_dir, "--epochs", "1")) == 2
+
+
+def test_ctrn_trains_listwise_with_its_overlap_features(data_dir, tmp_path):
+    run_dir = tmp_path / "ctrn"
+    assert cli.main(["train", "ctrn", "--dataset", "trecqa-raw", "--data-dir", str(data_dir), "--train-split",
+                     "train", "--max-train-questions", "10", "--epochs", "1", "--run-dir", str(run_dir),
+                     "--set", "loss=listwise_softmax", "--set", "list_size=8", *SMALL_CTRN]) == 0
+    run = training.load_run(run_dir)
+    assert run.preprocessor.num_features == 4 and run.config["loss_mode"] == "listwise"
+
+
+def test_a_raw_score_head_trains_pointwise_with_sigmoid_cross_entropy(data_dir, tmp_path):
+    run_dir = tmp_path / "score"
+    assert cli.main(train_args(data_dir, run_dir, "--epochs", "1", "--set", "head=score")) == 0
+    run = training.load_run(run_dir)
+    assert run.head == "score" and run.model.outputs[0].shape[-1] == 1
+    scores = run.score(["who wrote hamlet ?"], ["Shakespeare wrote Hamlet ."])
+    assert scores.shape == (1,) and np.isfinite(scores).all()
+
+
+def test_bad_loss_names_are_refused(data_dir, tmp_path, capsys):
+    assert cli.main(train_args(data_dir, tmp_path / "r", "--set", "loss=hinge")) == 2
+    assert "unknown loss 'hinge'" in capsys.readouterr().err
+    assert cli.main(train_args(data_dir, tmp_path / "r2", "--set", "lstm_units=abc")) == 2
+    assert "--set lstm_units=abc: the value must be JSON" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", [n for n in zoo.names()])
+@pytest.mark.parametrize("loss", ["pointwise", "pairwise_hinge", "listwise_softmax"])
+def test_every_ranking_entry_compiles_for_every_loss_mode(name, loss):
+    """One training step of each mode runs for every zoo entry and moves its weights: the model `train` fits
+    takes the mode's batch shapes with no entry-specific code (synthetic ids; real data: the tests above)."""
+    preset, mode = training._resolve_preset(name, tasks.RankingTask(), None, None, {**_small(name), "loss": loss})
+    model = zoo.build(preset, vocab_size=30)
+    fit_model = training._compile_for_mode(model, preset, mode)
+    rng = np.random.default_rng(0)
+    lead = {"pointwise": (4,), "pairwise": (4, 2), "listwise": (2, 3)}[mode]
+    x = {"question": rng.integers(1, 30, lead + (5,)).astype("int32"),
+         "answer": rng.integers(1, 30, lead + (7,)).astype("int32")}
+    if zoo.num_features_of(preset):
+        x["features"] = rng.uniform(size=lead + (4,)).astype("float32")
+    y = {"pointwise": np.array([1, 0, 0, 1], "int32"), "pairwise": np.zeros(4, "float32"),
+         "listwise": np.array([[1, 0, -1], [0, 1, 0]], "float32")}[mode]
+    before = [w.numpy().copy() for w in model.trainable_weights]
+    loss_value = fit_model.train_on_batch(x, y)
+    assert np.isfinite(loss_value)
+    assert any(not np.array_equal(b, w.numpy()) for b, w in zip(before, model.trainable_weights))
+
+
+def _small(name):
+    if zoo.describe(name)["builder"] == "mcan":
+        return {"lstm_units": 4, "highway_units": 4, "fm_factors": 2, "embedding_dim": 6}
+    return {"filters": 4, "dense_units": 3, "embedding_dim": 6}
+
+
+# --------------------------------------------------------------------------------------------- classification
+
+
+@pytest.fixture(scope="module")
+def sick_run(data_dir, tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("runs") / "sick"
+    assert cli.main(["train", "mcan_fm", "--dataset", "sick", "--data-dir", str(data_dir), "--max-train-questions",
+                     "200", "--epochs", "1", "--run-dir", str(run_dir), *SMALL_MCAN]) == 0
+    return run_dir
+
+
+def test_sick_trains_a_classifier_and_prints_test_accuracy(sick_run):
+    report = json.loads((sick_run / "metrics.json").read_text())
+    assert report["task"] == "classification" and report["test"]["num_pairs"] == 4927
+    assert report["dev"]["num_pairs"] == 500
+    assert set(report["test"]["per_class"]) == {"entailment", "neutral", "contradiction"}
+    assert 0 < report["test"]["accuracy"] <= 1 and report["summary"]["test"].startswith("accuracy ")
+    config = json.loads((sick_run / "config.json").read_text())
+    assert config["label_names"] == ["entailment", "neutral", "contradiction"]
+    assert config["preset"]["model"]["head"] == "classification"
+    run = training.load_run(sick_run)
+    assert run.head == "classification" and run.model.outputs[0].shape[-1] == 3
+
+
+def test_a_classifier_evaluates_predicts_and_exports_labels(sick_run, data_dir, tmp_path, capsys):
+    import tensorflow as tf
+
+    from keras_match import export
+
+    assert cli.main(["evaluate", str(sick_run), "--dataset", "sick", "--data-dir", str(data_dir), "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    report = json.loads((sick_run / "metrics.json").read_text())
+    assert printed["accuracy"] == pytest.approx(report["test"]["accuracy"], abs=1e-9)
+    # a classifier is not scored as a ranker
+    assert cli.main(["evaluate", str(sick_run), "--dataset", "trecqa-clean", "--data-dir", str(data_dir)]) == 2
+    assert "classification model" in capsys.readouterr().err
+
+    first = ["A man is playing a guitar .", "A dog runs", ""]
+    second = ["A man plays the guitar .", "The cat sleeps", "nothing"]
+    run = training.load_run(sick_run)
+    probabilities, labels = run.classify(first, second)
+    assert probabilities.shape == (3, 3) and np.allclose(probabilities.sum(axis=1), 1, atol=1e-5)
+    with pytest.raises(ValueError, match="not a classifier|classification"):
+        run.score(first, second)
+
+    version = export.saved_model(sick_run, tmp_path / "sick", warmup=True)
+    meta = export.read_metadata(version)
+    assert meta["head"] == "classification" and meta["label_names"] == ["entailment", "neutral", "contradiction"]
+    loaded = tf.saved_model.load(str(version))
+    assert sorted(loaded.signatures) == ["serve_ids", "serving_default"]
+    served = loaded.signatures["serving_default"](question=tf.constant(first), answer=tf.constant(second))
+    np.testing.assert_allclose(served["probabilities"].numpy(), probabilities, atol=1e-5)
+    assert [x.decode() for x in served["label"].numpy()] == list(labels)
+    onnx = export.to_onnx(version)
+    assert onnx.max_abs_diff <= 1e-4
+
+
+# --------------------------------------------------------------------------------------------- older runs
+
+
+def test_a_run_written_before_the_preprocessor_still_loads_and_scores(trained_run, tmp_path):
+    """Runs of the previous layout (no preprocessor.json; output layer named 'probabilities') load and give
+    the same scores: their preprocessor is made from config.json and vocabulary.txt."""
+    old = tmp_path / "old"
+    shutil.copytree(trained_run, old)
+    (old / "preprocessor.json").unlink()
+    run = runs.load_run(old)
+    new = runs.load_run(trained_run)
+    questions, answers = ["who wrote hamlet ?"] * 2, ["Shakespeare wrote Hamlet .", "the teapot dome scandal"]
+    np.testing.assert_allclose(run.score(questions, answers), new.score(questions, answers), atol=1e-6)
+
+    # the old head's name
+    model = run.model
+    x = model.layers[-1].output
+    legacy = keras.Model(model.inputs, keras.layers.Dense(2, activation="softmax", name="probabilities")(
+        keras.layers.Dense(3)(x)))
+    assert heads.head_of(legacy) == "softmax"
