@@ -14,6 +14,12 @@ A plan is a list of integer index arrays into the training examples (the flat pa
 Plans are pure numpy and drawn from a `numpy.random.Generator`, so a seed and an epoch number give the same
 batches every time. Questions without a positive (or, for pairwise, without a negative) teach a ranking loss
 nothing and are left out of pairwise / listwise plans.
+
+Length bucketing (`lengths=`, on by default in training): a batch costs what its longest text costs, so the
+shuffled examples (rows, lists) are sorted by length inside windows of `BUCKET_WINDOW` batches, cut into
+batches, and the batches shuffled. Every example still comes once per epoch and the order still changes every
+epoch; only which examples share a batch is no longer uniform. Listwise lists are sorted by their size, then
+their longest candidate, before packing.
 """
 
 from __future__ import annotations
@@ -25,10 +31,13 @@ from keras_match import losses
 MODES = losses.MODES
 """The batching modes, one per loss mode."""
 
-__all__ = ["MODES", "PAD_INDEX", "groups_of", "pointwise_batches", "pairwise_batches", "listwise_batches", "plan"]
+__all__ = ["MODES", "PAD_INDEX", "BUCKET_WINDOW", "length_keys", "groups_of", "pointwise_batches", "pairwise_batches", "listwise_batches", "plan"]
 
 PAD_INDEX = -1
 """Index of a padded list item."""
+
+BUCKET_WINDOW = 50
+"""Length bucketing sorts inside windows of this many batches (3,200 pairs at batch size 64)."""
 
 
 def _check_batch_size(batch_size, name="batch_size"):
@@ -52,15 +61,58 @@ def groups_of(group_ids) -> list[np.ndarray]:
     return np.split(sorted_indices, boundaries)
 
 
-def pointwise_batches(num_examples, batch_size, rng) -> list[np.ndarray]:
-    """Every example once, shuffled, in batches of `batch_size` (the last may be smaller)."""
+def length_keys(*lengths) -> np.ndarray:
+    """One sort key per example from its text lengths, the first most significant (answer, then question).
+
+    Args:
+        *lengths: int arrays `[n]`, e.g. the answers' and the questions' token counts.
+
+    Returns:
+        int64 `[n]`: examples sort by the first length, ties by the next.
+    """
+    key = np.zeros(len(lengths[0]), np.int64)
+    for length in lengths:
+        length = np.asarray(length, np.int64)
+        key = key * (int(length.max(initial=0)) + 1) + length
+    return key
+
+
+def _sort_in_windows(items, keys, window):
+    """`items` (already shuffled) sorted by `keys` inside consecutive windows of `window` items."""
+    out = []
+    for start in range(0, len(items), window):
+        chunk = items[start : start + window]
+        out.extend(chunk[i] for i in np.argsort(keys[start : start + window], kind="stable"))
+    return out
+
+
+def _chunks(items, batch_size, rng, lengths_of=None):
+    """Cut (shuffled) items into batches; with `lengths_of` (a function item -> sort key), bucket them."""
+    if lengths_of is not None:
+        keys = np.asarray([lengths_of(item) for item in items])
+        items = _sort_in_windows(items, keys, batch_size * BUCKET_WINDOW)
+    batches = [items[i : i + batch_size] for i in range(0, len(items), batch_size)]
+    if lengths_of is not None:
+        batches = [batches[i] for i in rng.permutation(len(batches))]
+    return batches
+
+
+def pointwise_batches(num_examples, batch_size, rng, lengths=None) -> list[np.ndarray]:
+    """Every example once, shuffled, in batches of `batch_size` (the last may be smaller).
+
+    With `lengths` (a sort key per example, `length_keys`), examples of similar length share batches.
+    """
     batch_size = _check_batch_size(batch_size)
     order = rng.permutation(int(num_examples))
-    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+    key = None if lengths is None else (lambda i: lengths[i])
+    return [np.asarray(b, dtype=np.int64) for b in _chunks(list(order), batch_size, rng, key)]
 
 
-def pairwise_batches(group_ids, labels, batch_size, rng) -> list[np.ndarray]:
-    """`(positive, negative)` index rows of the same question, `[batch, 2]`, shuffled across questions."""
+def pairwise_batches(group_ids, labels, batch_size, rng, lengths=None) -> list[np.ndarray]:
+    """`(positive, negative)` index rows of the same question, `[batch, 2]`, shuffled across questions.
+
+    With `lengths` (a sort key per example), rows whose longer candidate is of similar length share batches.
+    """
     batch_size = _check_batch_size(batch_size)
     labels = np.asarray(labels)
     rows = []
@@ -73,10 +125,11 @@ def pairwise_batches(group_ids, labels, batch_size, rng) -> list[np.ndarray]:
     if not rows:
         return []
     rows = np.concatenate(rows)[rng.permutation(sum(len(r) for r in rows))]
-    return [rows[i : i + batch_size] for i in range(0, len(rows), batch_size)]
+    key = None if lengths is None else (lambda row: max(lengths[row[0]], lengths[row[1]]))
+    return [np.asarray(b, dtype=np.int64).reshape(-1, 2) for b in _chunks(list(rows), batch_size, rng, key)]
 
 
-def listwise_batches(group_ids, labels, batch_size, rng, list_size=None) -> list[np.ndarray]:
+def listwise_batches(group_ids, labels, batch_size, rng, list_size=None, lengths=None) -> list[np.ndarray]:
     """One question's candidates per row, `[questions, length]`, padded with `PAD_INDEX`.
 
     Args:
@@ -87,6 +140,7 @@ def listwise_batches(group_ids, labels, batch_size, rng, list_size=None) -> list
         rng: `numpy.random.Generator`.
         list_size: None (all candidates of a question) or a positive int: a random sample of that many
             candidates (all of them when fewer) that includes at least one positive.
+        lengths: optional sort key per example: lists of similar size and longest candidate share batches.
     """
     batch_size = _check_batch_size(batch_size)
     if list_size is not None:
@@ -105,16 +159,22 @@ def listwise_batches(group_ids, labels, batch_size, rng, list_size=None) -> list
             members = np.concatenate([[first_positive], others[: list_size - 1]])
             members = rng.permutation(members)
         lists.append(members)
-    order = rng.permutation(len(lists))
+    lists = [lists[i] for i in rng.permutation(len(lists))]
+    if lengths is not None:
+        keys = np.asarray([len(m) * (int(np.max(lengths)) + 1) + int(np.max(lengths[m])) for m in lists])
+        window = max(1, batch_size * BUCKET_WINDOW // max(1, int(np.mean([len(m) for m in lists]) if lists else 1)))
+        lists = _sort_in_windows(lists, keys, window)
     batches, current = [], []
-    for index in order:
-        candidate = current + [lists[index]]
+    for members in lists:
+        candidate = current + [members]
         if current and len(candidate) * max(len(m) for m in candidate) > batch_size:
             batches.append(current)
-            candidate = [lists[index]]
+            candidate = [members]
         current = candidate
     if current:
         batches.append(current)
+    if lengths is not None:
+        batches = [batches[i] for i in rng.permutation(len(batches))]
     return [_pad(batch) for batch in batches]
 
 
@@ -126,16 +186,17 @@ def _pad(rows):
     return out
 
 
-def plan(mode, group_ids, labels, batch_size, rng, list_size=None) -> list[np.ndarray]:
-    """The batches of one epoch for a loss mode (`"pointwise"`, `"pairwise"`, `"listwise"`).
+def plan(mode, group_ids, labels, batch_size, rng, list_size=None, lengths=None) -> list[np.ndarray]:
+    """The batches of one epoch for a loss mode (`"pointwise"`, `"pairwise"`, `"listwise"`); with `lengths`
+    (a sort key per example, see `length_keys`), length-bucketed.
 
     Raises:
         ValueError: unknown mode, or a batch size that is not a positive integer.
     """
     if mode == "pointwise":
-        return pointwise_batches(len(labels), batch_size, rng)
+        return pointwise_batches(len(labels), batch_size, rng, lengths=lengths)
     if mode == "pairwise":
-        return pairwise_batches(group_ids, labels, batch_size, rng)
+        return pairwise_batches(group_ids, labels, batch_size, rng, lengths=lengths)
     if mode == "listwise":
-        return listwise_batches(group_ids, labels, batch_size, rng, list_size=list_size)
+        return listwise_batches(group_ids, labels, batch_size, rng, list_size=list_size, lengths=lengths)
     raise ValueError(f"unknown batching mode {mode!r}; valid modes: {list(MODES)}")

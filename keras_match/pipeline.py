@@ -8,8 +8,10 @@
    seed and the epoch number and gathers the batches: `[batch, length]` ids for pointwise, `[batch, 2, length]`
    for pairwise (positive first), `[questions, list, length]` for listwise with label -1 on padded items. Every
    batch is cut to its longest text.
-4. `predict` runs a model over encoded inputs in batches cut to their longest text and returns its outputs in
-   the caller's order.
+4. `predict` runs a model over encoded inputs sorted by length, in batches cut to their longest text, and
+   returns its outputs in the caller's order.
+
+With bucketing (training's default), each epoch's batches hold examples of similar length (`keras_match.batching`).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import tensorflow as tf
 from keras_match import batching, text
 from keras_match.preprocessing import TEXT_INPUTS, trim_padding
 
-__all__ = ["Examples", "encode", "training_dataset", "predict", "ENCODE_BATCH", "PREDICT_BATCH"]
+__all__ = ["Examples", "encode", "lengths_of", "training_dataset", "predict", "ENCODE_BATCH", "PREDICT_BATCH"]
 
 ENCODE_BATCH = 1024
 """Texts per preprocessor call when encoding (the overlap features' memory is quadratic in length)."""
@@ -102,7 +104,13 @@ def _gather(inputs, labels, index, mode):
     return batch, labels[index].astype(np.int32)
 
 
-def training_dataset(inputs, examples: Examples, mode, batch_size, seed, list_size=None, first_epoch=0):
+def lengths_of(inputs) -> np.ndarray:
+    """A length sort key per example of encoded inputs: its answer's token count, then its question's."""
+    return batching.length_keys(*(np.count_nonzero(inputs[key], axis=-1) for key in reversed(TEXT_INPUTS)))
+
+
+def training_dataset(inputs, examples: Examples, mode, batch_size, seed, list_size=None, first_epoch=0,
+                     bucketing=False):
     """The training batches of a loss mode as a `tf.data.Dataset` of `(inputs, labels)`, reshuffled each epoch.
 
     Epoch `e` (counted from `first_epoch`, so a resumed run continues the sequence) draws its plan from
@@ -116,6 +124,8 @@ def training_dataset(inputs, examples: Examples, mode, batch_size, seed, list_si
         seed: int.
         list_size: listwise only: candidates sampled per question (None: all).
         first_epoch: the epoch number of the first pass over the dataset.
+        bucketing: batch examples of similar length together (`keras_match.batching`); training turns it on
+            unless the preset says `"bucketing": false`.
 
     Returns:
         `tf.data.Dataset`; labels are int32 `[b]` (pointwise), zeros `[b]` (pairwise) or float32 `[b, k]`
@@ -133,9 +143,11 @@ def training_dataset(inputs, examples: Examples, mode, batch_size, seed, list_si
     groups = examples.groups if examples.groups is not None else np.zeros(len(labels))
     epoch = [first_epoch]
 
+    lengths = lengths_of(inputs) if bucketing else None
+
     def plan_of(number):
         return batching.plan(mode, groups, labels, batch_size, np.random.default_rng([seed, number]),
-                             list_size=list_size)
+                             list_size=list_size, lengths=lengths)
 
     first_plan = plan_of(first_epoch)
     if not first_plan:
@@ -165,13 +177,20 @@ def training_dataset(inputs, examples: Examples, mode, batch_size, seed, list_si
 
 
 def predict(model, inputs, batch_size=PREDICT_BATCH) -> np.ndarray:
-    """The model's outputs for encoded inputs, in order; batches are cut to their longest text.
+    """The model's outputs for encoded inputs, in the caller's order.
 
-    No examples give an empty array (Keras' `predict` fails on an empty dataset).
+    The examples are scored sorted by length, in batches cut to their longest text (a batch costs what its
+    longest text costs; padding never changes an output), and put back in the order given. No examples give
+    an empty array (Keras' `predict` fails on an empty dataset).
     """
     n = len(inputs[TEXT_INPUTS[0]])
     if n == 0:
         width = model.outputs[0].shape[-1]
         return np.zeros([0, width], np.float32)
-    dataset = tf.data.Dataset.from_tensor_slices(dict(inputs)).batch(batch_size).map(trim_padding)
-    return np.asarray(model.predict(dataset, verbose=0), dtype=np.float32)
+    order = np.argsort(lengths_of(inputs), kind="stable")
+    ordered = {key: np.asarray(value)[order] for key, value in inputs.items()}
+    dataset = tf.data.Dataset.from_tensor_slices(ordered).batch(batch_size).map(trim_padding)
+    outputs = np.asarray(model.predict(dataset, verbose=0), dtype=np.float32)
+    restored = np.empty_like(outputs)
+    restored[order] = outputs
+    return restored

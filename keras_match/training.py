@@ -12,6 +12,9 @@ Loss modes (`--set loss=...`, recorded in the run's `config.json` as `loss_mode`
 - `pairwise_hinge`: `(positive, negative)` candidates of one question, hinge on the ranking scores;
 - `listwise_softmax`: all candidates of a question (or `--set list_size=N` sampled ones), softmax over the list.
 
+Every mode's batches are length-bucketed (examples of similar length share a batch, `keras_match.batching`)
+unless `--set bucketing=false`; the run's `config.json` records it in its preset.
+
 An interrupted run (Ctrl-C, a killed process) resumes from its last completed epoch when `train` is called
 again with the same `run_dir`: Keras' `BackupAndRestore` brings back the weights, the optimizer and the epoch
 counter, and the dev callback keeps its best-so-far weights and patience counter on disk.
@@ -232,7 +235,8 @@ def train(
     train_inputs = pipeline.encode(preprocessor, train_examples.texts)
     dev_inputs = pipeline.encode(preprocessor, dev_examples.texts)
     train_batches = pipeline.training_dataset(train_inputs, train_examples, mode, settings["batch_size"], seed,
-                                              list_size=settings.get("list_size"))
+                                              list_size=settings.get("list_size"),
+                                              bucketing=bool(settings.get("bucketing", True)))
 
     # 6. fit with dev early stopping
     dev = DevEvaluationCallback(_evaluator(task, model, dev_inputs, dev_examples), task.monitor, task.figures,
@@ -243,7 +247,8 @@ def train(
         keras.callbacks.TensorBoard(str(files.logs), write_graph=False, profile_batch=0),
     ]
     print(
-        f"training {name} on {spec} ({task.kind}, {mode} batches): {describe_split('train', train_data)}, "
+        f"training {name} on {spec} ({task.kind}, {mode} batches"
+        f"{', length-bucketed' if settings.get('bucketing', True) else ''}): {describe_split('train', train_data)}, "
         f"vocabulary {preprocessor.vocab_size}"
         + (f", embeddings coverage {coverage['coverage']:.3f}" if coverage else "")
         + (" (resuming)" if resuming else ""),

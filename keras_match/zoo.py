@@ -32,10 +32,10 @@ BUILDERS = {
 # `num_features` follows the preset's `overlap_features` (the preprocessor makes the features).
 _DATA_ARGS = ("vocab_size", "embeddings", "num_features")
 
-TRAINING_DEFAULTS = {"loss": "pointwise", "list_size": None}
+TRAINING_DEFAULTS = {"loss": "pointwise", "list_size": None, "bucketing": True}
 """Training settings every preset has (a preset file may set them): the loss, whose mode chooses the batching
-(`keras_match.losses`: `pointwise`, `pairwise_hinge`, `listwise_softmax`), and the listwise sample size (None:
-every candidate of a question)."""
+(`keras_match.losses`: `pointwise`, `pairwise_hinge`, `listwise_softmax`), the listwise sample size (None:
+every candidate of a question), and length bucketing of the training batches (`keras_match.batching`)."""
 
 
 def _preset_files():

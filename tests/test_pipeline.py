@@ -268,11 +268,17 @@ def _same_epoch(a, b):
     return True
 
 
-def test_pointwise_epoch_covers_every_example_once(inputs, examples):
-    dataset = pipeline.training_dataset(inputs, examples, "pointwise", 64, SEED)
+@pytest.mark.parametrize("bucketing", [False, True])
+def test_pointwise_epoch_covers_every_example_once(inputs, examples, bucketing):
+    dataset = pipeline.training_dataset(inputs, examples, "pointwise", 64, SEED, bucketing=bucketing)
     assert int(dataset.cardinality()) == -(-len(examples) // 64)
     batches = _epoch(dataset)
-    assert all(len(y) == 64 for _, y in batches[:-1])
+    assert sorted(len(y) for _, y in batches)[1:] == [64] * (len(batches) - 1)  # one short batch at most
+    if bucketing:  # length-bucketed: the batches cost less padding than shuffled ones
+        plain = _epoch(pipeline.training_dataset(inputs, examples, "pointwise", 64, SEED))
+        cost = lambda epoch: sum(x["answer"].size for x, _ in epoch)  # noqa: E731
+        assert cost(batches) < 0.85 * cost(plain)
+        assert [x["answer"].shape for x, _ in _epoch(dataset)] != [x["answer"].shape for x, _ in batches]
 
     def rows(q, a, f, y):
         q = np.pad(q, [(0, 0), (0, MAX_Q - q.shape[1])])
@@ -389,7 +395,8 @@ def test_predict_score_head_nothing(preprocessor):
 
 def test_predict_cuts_each_batch_to_its_longest_text(preprocessor, inputs):
     """With a model that does not mask, the outputs show the cut: they equal the model on each batch trimmed to
-    its own longest text, not on the padded inputs."""
+    its own longest text, not on the padded inputs. Batches are made in length order (answer, then question)
+    and the outputs returned in the caller's order."""
     keras.utils.set_random_seed(1)
     question, answer = common.pair_inputs()
     embedding = keras.layers.Embedding(preprocessor.vocab_size, 4)  # no mask: padding counts in the mean
@@ -398,12 +405,14 @@ def test_predict_cuts_each_batch_to_its_longest_text(preprocessor, inputs):
                         common.output_head(keras.layers.Concatenate()(pooled), head="score"))
     subset = {key: inputs[key][:150] for key in ("question", "answer")}
     outputs = pipeline.predict(model, subset, batch_size=40)
-    expected = []
+    order = np.lexsort((np.count_nonzero(subset["question"], axis=1), np.count_nonzero(subset["answer"], axis=1)))
+    expected = np.empty_like(outputs)
     for start in range(0, 150, 40):
-        batch = {key: value[start:start + 40] for key, value in subset.items()}
+        members = order[start:start + 40]
+        batch = {key: value[members] for key, value in subset.items()}
         widths = {key: int(np.max(np.count_nonzero(value, axis=1))) for key, value in batch.items()}
-        expected.append(keras.ops.convert_to_numpy(
-            model({key: value[:, :widths[key]] for key, value in batch.items()}, training=False)))
-    np.testing.assert_allclose(outputs, np.concatenate(expected), rtol=1e-5, atol=1e-6)
+        expected[members] = keras.ops.convert_to_numpy(
+            model({key: value[:, :widths[key]] for key, value in batch.items()}, training=False))
+    np.testing.assert_allclose(outputs, expected, rtol=1e-5, atol=1e-6)
     untrimmed = keras.ops.convert_to_numpy(model(subset, training=False))
     assert not np.allclose(outputs, untrimmed, atol=1e-4)

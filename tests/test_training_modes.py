@@ -19,8 +19,9 @@ def test_ranking_losses_train_and_are_recorded(data_dir, tmp_path, capsys, loss,
     run_dir = tmp_path / loss
     assert cli.main(train_args(data_dir, run_dir, "--epochs", "1", "--set", f"loss={loss}")) == 0
     out = capsys.readouterr().out
-    assert f"{mode} batches" in out and "test: MAP" in out
+    assert f"{mode} batches, length-bucketed" in out and "test: MAP" in out
     config = json.loads((run_dir / "config.json").read_text())
+    assert config["preset"]["training"]["bucketing"] is True  # on by default, recorded with the run
     report = json.loads((run_dir / "metrics.json").read_text())
     assert config["loss_mode"] == mode and report["loss_mode"] == mode
     assert config["preset"]["training"]["loss"] == loss
@@ -41,9 +42,12 @@ def test_ctrn_trains_listwise_with_its_overlap_features(data_dir, tmp_path):
     assert run.preprocessor.num_features == 4 and run.config["loss_mode"] == "listwise"
 
 
-def test_a_raw_score_head_trains_pointwise_with_sigmoid_cross_entropy(data_dir, tmp_path):
+def test_a_raw_score_head_trains_pointwise_with_sigmoid_cross_entropy(data_dir, tmp_path, capsys):
     run_dir = tmp_path / "score"
-    assert cli.main(train_args(data_dir, run_dir, "--epochs", "1", "--set", "head=score")) == 0
+    assert cli.main(train_args(data_dir, run_dir, "--epochs", "1", "--set", "head=score",
+                               "--set", "bucketing=false")) == 0
+    assert "(ranking, pointwise batches)" in capsys.readouterr().out  # plain shuffled batches
+    assert json.loads((run_dir / "config.json").read_text())["preset"]["training"]["bucketing"] is False
     run = training.load_run(run_dir)
     assert run.head == "score" and run.model.outputs[0].shape[-1] == 1
     scores = run.score(["who wrote hamlet ?"], ["Shakespeare wrote Hamlet ."])
