@@ -15,6 +15,10 @@ Prints one JSON object: `{"machine": ..., "entries": {name: {...}}}`.
 
     python benchmarks/train_speed.py                      # every zoo entry
     python benchmarks/train_speed.py mcan_fm ctrn --rounds 5 --steps 30
+    python benchmarks/train_speed.py mcan_fm --loss pointwise pairwise_hinge listwise_softmax
+
+Pairs per second count the (question, answer) pairs a step scores: one per pointwise example, two per pairwise
+row, the real items of a listwise list (not its padding).
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ import sys
 import time
 
 
-def measure(name, data_dir, rounds, steps, warmup, seed):
+def measure(name, data_dir, rounds, steps, warmup, seed, loss=None):
     import keras
     import numpy as np
 
@@ -39,7 +43,7 @@ def measure(name, data_dir, rounds, steps, warmup, seed):
     keras.utils.set_random_seed(seed)
     dataset = load_by_name("trecqa-clean", data_dir=data_dir)
     task = tasks.task_for(dataset)
-    preset, mode = training._resolve_preset(name, task, None, None, {})
+    preset, mode = training._resolve_preset(name, task, None, None, {"loss": loss} if loss else {})
     settings = preset["training"]
     examples = task.examples(dataset["train"])
     documents = training._training_documents(examples)
@@ -76,7 +80,9 @@ def measure(name, data_dir, rounds, steps, warmup, seed):
             elapsed = time.perf_counter() - start
             if timed:
                 seconds[kind] += elapsed
-                pairs[kind] += int(np.prod(x["question"].shape[:-1]))
+                # real (question, answer) pairs scored: padded list items (label -1) do not count
+                pairs[kind] += int(np.sum(np.asarray(y) >= 0)) if mode == "listwise" else int(
+                    np.prod(x["question"].shape[:-1]))
                 for key in ("question", "answer"):
                     ids = np.asarray(x[key])
                     positions[kind][0] += int(np.count_nonzero(ids))
@@ -119,12 +125,14 @@ def main(argv=None):
     parser.add_argument("--steps", type=int, default=25, help="timed training steps per round and kind")
     parser.add_argument("--warmup", type=int, default=8, help="untimed steps of each kind first")
     parser.add_argument("--seed", type=int, default=1234)
+    parser.add_argument("--loss", nargs="+", default=[None], metavar="LOSS",
+                        help="losses to measure (pointwise, pairwise_hinge, listwise_softmax; default: the preset's)")
     parser.add_argument("--entry", default=None, help=argparse.SUPPRESS)  # the per-entry child process
     args = parser.parse_args(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
     if args.entry:
-        result = measure(args.entry, args.data_dir, args.rounds, args.steps, args.warmup, args.seed)
+        result = measure(args.entry, args.data_dir, args.rounds, args.steps, args.warmup, args.seed, args.loss[0])
         print(json.dumps(result))
         return
 
@@ -133,17 +141,21 @@ def main(argv=None):
     names = args.names or zoo.names()
     results = {"machine": {"cpus": os.cpu_count(), "load_average_start": os.getloadavg()}, "entries": {}}
     for name in names:
-        print(f"measuring {name} ...", file=sys.stderr, flush=True)
-        command = [sys.executable, __file__, "--entry", name, "--rounds", str(args.rounds), "--steps",
-                   str(args.steps), "--warmup", str(args.warmup), "--seed", str(args.seed)]
-        if args.data_dir:
-            command += ["--data-dir", args.data_dir]
-        child = subprocess.run(command, capture_output=True, text=True)
-        if child.returncode != 0:
-            results["entries"][name] = {"error": child.stderr.strip().splitlines()[-1:]}
-        else:
-            results["entries"][name] = json.loads(child.stdout.strip().splitlines()[-1])
-        print(f"{name}: {json.dumps(results['entries'][name])}", file=sys.stderr, flush=True)
+        for loss in args.loss:
+            key = name if loss is None else f"{name} {loss}"
+            print(f"measuring {key} ...", file=sys.stderr, flush=True)
+            command = [sys.executable, __file__, "--entry", name, "--rounds", str(args.rounds), "--steps",
+                       str(args.steps), "--warmup", str(args.warmup), "--seed", str(args.seed)]
+            if loss:
+                command += ["--loss", loss]
+            if args.data_dir:
+                command += ["--data-dir", args.data_dir]
+            child = subprocess.run(command, capture_output=True, text=True)
+            if child.returncode != 0:
+                results["entries"][key] = {"error": child.stderr.strip().splitlines()[-1:]}
+            else:
+                results["entries"][key] = json.loads(child.stdout.strip().splitlines()[-1])
+            print(f"{key}: {json.dumps(results['entries'][key])}", file=sys.stderr, flush=True)
     results["machine"]["load_average_end"] = os.getloadavg()
     json.dump(results, sys.stdout, indent=2)
     print()

@@ -172,8 +172,31 @@ class Split:
         return dataclasses.replace(self, questions=kept, dropped=dropped)
 
 
+class SplitsByName:
+    """Split lookup shared by the dataset containers (`MatchingDataset`, `ClassificationDataset`): `dataset["dev"]`
+    (a KeyError naming the splits there are), `"test" in dataset`, `counts()`."""
+
+    name: str
+    splits: dict
+
+    def __getitem__(self, split: str):
+        try:
+            return self.splits[split]
+        except KeyError:
+            raise KeyError(
+                f"dataset {self.name!r} has no split {split!r}; it has {sorted(self.splits)}"
+            ) from None
+
+    def __contains__(self, split: str) -> bool:
+        return split in self.splits
+
+    def counts(self) -> dict:
+        """Split name -> the split's counts."""
+        return {name: split.counts() for name, split in self.splits.items()}
+
+
 @dataclasses.dataclass
-class MatchingDataset:
+class MatchingDataset(SplitsByName):
     """A benchmark's splits.
 
     Args:
@@ -190,17 +213,3 @@ class MatchingDataset:
 
     task = "ranking"
     """What the dataset's labels are for (``ClassificationDataset.task`` is ``"classification"``)."""
-
-    def __getitem__(self, split: str) -> Split:
-        try:
-            return self.splits[split]
-        except KeyError:
-            raise KeyError(
-                f"dataset {self.name!r} has no split {split!r}; it has {sorted(self.splits)}"
-            ) from None
-
-    def __contains__(self, split: str) -> bool:
-        return split in self.splits
-
-    def counts(self) -> dict:
-        return {name: split.counts() for name, split in self.splits.items()}

@@ -24,7 +24,7 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from keras_match.datasets.base import DataFormatError
+from keras_match.datasets.base import DataFormatError, SplitsByName
 from keras_match.datasets.reader import iter_lines
 
 
@@ -119,7 +119,7 @@ class PairSplit:
 
 
 @dataclasses.dataclass
-class ClassificationDataset:
+class ClassificationDataset(SplitsByName):
     """A sentence-pair classification benchmark's splits.
 
     Args:
@@ -151,24 +151,9 @@ class ClassificationDataset:
                     f"the dataset {list(self.label_names)}"
                 )
 
-    def __getitem__(self, split: str) -> PairSplit:
-        try:
-            return self.splits[split]
-        except KeyError:
-            raise KeyError(
-                f"dataset {self.name!r} has no split {split!r}; it has {sorted(self.splits)}"
-            ) from None
-
-    def __contains__(self, split: str) -> bool:
-        return split in self.splits
-
     @property
     def num_classes(self) -> int:
         return len(self.label_names)
-
-    def counts(self) -> dict:
-        """Split name -> :meth:`PairSplit.counts`."""
-        return {name: split.counts() for name, split in self.splits.items()}
 
 
 # -- reading helpers shared by the classification loaders ---------------------------------------------------

@@ -1,0 +1,88 @@
+"""A markdown table of `benchmarks/reproduce.py` results: one row per (model, dataset, training split, loss),
+the mean and standard deviation over the seeds found, from the JSON files reproduce.py printed.
+
+    python benchmarks/summarize.py runs/issue8/*.json > table.md
+    python benchmarks/summarize.py runs/*.json --figures map mrr --split test dev
+
+Files that are empty or not reproduce.py output (an interrupted run) are listed on stderr and skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import statistics
+import sys
+
+
+def _rows(paths):
+    grouped = collections.defaultdict(list)
+    skipped = []
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8") as f:
+                results = json.load(f)
+        except (OSError, ValueError):
+            skipped.append(path)
+            continue
+        for name, result in results.items():
+            overrides = result.get("overrides") or {}
+            for run in result["runs"]:
+                key = (name, result["dataset"], result.get("train_split") or "default",
+                       run.get("loss_mode", "pointwise"),
+                       "plain" if overrides.get("bucketing") is False else "")
+                grouped[key].append(run)
+    return grouped, skipped
+
+
+def _cell(values, digits=3):
+    if not values:
+        return "–"
+    mean = statistics.mean(values)
+    if len(values) == 1:
+        return f"{mean:.{digits}f}"
+    return f"{mean:.{digits}f} ± {statistics.stdev(values):.{digits}f}"
+
+
+def table(paths, figures=None, splits=("test",)):
+    """The markdown table (str) and the skipped files."""
+    grouped, skipped = _rows(paths)
+    if not grouped:
+        return "", skipped
+    if figures is None:
+        sample = next(iter(grouped.values()))[0]
+        figures = [k for k in ("map", "mrr", "p@1", "accuracy", "macro_f1") if k in (sample.get("test") or
+                                                                                      sample["dev"])]
+    header = ["model", "dataset", "train", "loss", "seeds"]
+    header += [f"{split} {figure.upper() if figure != 'accuracy' else figure}" for split in splits
+               for figure in figures]
+    header += ["epochs", "train pairs/s", "wall s"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for (name, dataset, train, loss, plain), runs in sorted(grouped.items()):
+        cells = [name, dataset, train, loss + (" (plain)" if plain else ""),
+                 ", ".join(str(r["seed"]) for r in runs)]
+        for split in splits:
+            for figure in figures:
+                cells.append(_cell([r[split][figure] for r in runs if r.get(split) and figure in r[split]]))
+        cells.append(_cell([r["epochs_run"] for r in runs], 1))
+        cells.append(_cell([r["train_pairs_per_s"] for r in runs if r.get("train_pairs_per_s")], 0))
+        cells.append(_cell([r["wall_time_s"] for r in runs], 0))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines), skipped
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("files", nargs="+", help="JSON files printed by benchmarks/reproduce.py")
+    parser.add_argument("--figures", nargs="+", default=None, help="default: the task's (map mrr p@1 / accuracy)")
+    parser.add_argument("--split", nargs="+", default=["test"], help="splits to show (default: test)")
+    args = parser.parse_args(argv)
+    text, skipped = table(args.files, args.figures, args.split)
+    for path in skipped:
+        print(f"skipped {path}: empty or not reproduce.py output", file=sys.stderr)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

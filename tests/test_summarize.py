@@ -1,0 +1,49 @@
+"""benchmarks/summarize.py: the results table is computed from reproduce.py's JSON files."""
+
+import importlib.util
+import json
+import pathlib
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+
+
+def _summarize():
+    spec = importlib.util.spec_from_file_location("summarize", REPO / "benchmarks" / "summarize.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _result(seed, test_map, loss_mode="pointwise", overrides=None):
+    run = {"seed": seed, "best_epoch": 2, "epochs_run": 4, "wall_time_s": 100.0, "loss_mode": loss_mode,
+           "train_pairs_per_s": 200.0 + seed, "dev": {"map": 0.7, "mrr": 0.8, "p@1": 0.6},
+           "test": {"map": test_map, "mrr": 0.8, "p@1": 0.7}}
+    return {"ctrn": {"dataset": "trecqa-raw", "train_split": "train", "overrides": overrides or {},
+                     "runs": [run]}}
+
+
+def test_rows_group_seeds_and_average(tmp_path):
+    paths = []
+    for i, (seed, value, mode) in enumerate([(1, 0.70, "pointwise"), (2, 0.74, "pointwise"), (1, 0.5, "listwise")]):
+        path = tmp_path / f"r{i}.json"
+        path.write_text(json.dumps(_result(seed, value, mode)))
+        paths.append(str(path))
+    empty = tmp_path / "interrupted.json"
+    empty.write_text("")
+    text, skipped = _summarize().table(paths + [str(empty)])
+    assert skipped == [str(empty)]
+    lines = text.splitlines()
+    assert lines[0].startswith("| model | dataset | train | loss | seeds | test MAP | test MRR | test P@1")
+    pointwise = next(line for line in lines if "| pointwise |" in line)
+    assert "| 1, 2 |" in pointwise and "| 0.720 ± 0.028 |" in pointwise  # mean and stdev of 0.70, 0.74
+    listwise = next(line for line in lines if "| listwise |" in line)
+    assert "| 0.500 |" in listwise
+
+
+def test_plain_batches_are_their_own_row(tmp_path):
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps(_result(1, 0.7)))
+    b.write_text(json.dumps(_result(1, 0.6, overrides={"bucketing": False})))
+    text, _ = _summarize().table([str(a), str(b)])
+    assert sum("pointwise" in line for line in text.splitlines()) == 2
+    assert any("pointwise (plain)" in line and "0.600" in line for line in text.splitlines())
