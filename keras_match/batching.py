@@ -17,7 +17,8 @@ nothing and are left out of pairwise / listwise plans.
 
 Length bucketing (`lengths=`, on by default in training): a batch costs what its longest text costs, so the
 shuffled examples (rows, lists) are sorted by length inside windows of `BUCKET_WINDOW` batches, cut into
-batches, and the batches shuffled. Every example still comes once per epoch and the order still changes every
+batches, and the batches shuffled (the pipeline's key: the answer length in steps of 4, then the question
+length, then the exact answer length, so a batch is short in both texts). Every example still comes once per epoch and the order still changes every
 epoch; only which examples share a batch is no longer uniform. Listwise lists are sorted by their size, then
 their longest candidate, before packing.
 """
@@ -36,8 +37,11 @@ __all__ = ["MODES", "PAD_INDEX", "BUCKET_WINDOW", "length_keys", "groups_of", "p
 PAD_INDEX = -1
 """Index of a padded list item."""
 
-BUCKET_WINDOW = 50
-"""Length bucketing sorts inside windows of this many batches (3,200 pairs at batch size 64)."""
+BUCKET_WINDOW = 200
+"""Length bucketing sorts inside windows of this many batches (12,800 pairs at batch size 64). Simulated on the
+TrecQA TRAIN-ALL lengths (padded share of the id positions; 0.53 for shuffled batches): windows of 50 / 100 /
+200 batches leave 0.16 / 0.12 / 0.08 with the answer length in steps of 4 as the first key, 0.22 / 0.17 / 0.12
+with the exact answer length."""
 
 
 def _check_batch_size(batch_size, name="batch_size"):

@@ -104,9 +104,16 @@ def _gather(inputs, labels, index, mode):
     return batch, labels[index].astype(np.int32)
 
 
+ANSWER_LENGTH_STEP = 4
+"""Bucketing sorts by the answer length in steps of this many tokens first, then by the question length."""
+
+
 def lengths_of(inputs) -> np.ndarray:
-    """A length sort key per example of encoded inputs: its answer's token count, then its question's."""
-    return batching.length_keys(*(np.count_nonzero(inputs[key], axis=-1) for key in reversed(TEXT_INPUTS)))
+    """A length sort key per example of encoded inputs: its answer's token count in steps of
+    `ANSWER_LENGTH_STEP`, then its question's, then the exact answer length (batches of neighbours in this
+    order are short in both texts)."""
+    question, answer = (np.count_nonzero(inputs[key], axis=-1) for key in TEXT_INPUTS)
+    return batching.length_keys(answer // ANSWER_LENGTH_STEP, question, answer)
 
 
 def training_dataset(inputs, examples: Examples, mode, batch_size, seed, list_size=None, first_epoch=0,

@@ -25,7 +25,7 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 
 from keras_match.datasets.base import DataFormatError, SplitsByName
-from keras_match.datasets.reader import iter_lines
+from keras_match.datasets.reader import iter_lines, read_header
 
 
 @dataclasses.dataclass
@@ -177,14 +177,7 @@ def read_tsv(path, columns: Sequence[str]) -> list[tuple[int, dict[str, str]]]:
             or no data row at all.
     """
     lines = iter_lines(path)
-    first = next(lines, None)
-    if first is None:
-        raise DataFormatError(path, None, "empty file: no header line and no data rows")
-    number, header_text = first
-    header = header_text.split("\t")
-    duplicates = sorted({h for h in header if header.count(h) > 1})
-    if duplicates:
-        raise DataFormatError(path, number, f"duplicate column name(s) {duplicates} in the header")
+    number, header = read_header(path, lines)
     for column in columns:
         if column not in header:
             raise DataFormatError(path, number, f"header lacks column {column!r}; it has {header}", field=column)

@@ -107,8 +107,12 @@ def _parse_integer(path, line, field, value) -> int:
     return value
 
 
-def _tsv_rows(path, wanted: Mapping[str, str], optional: Sequence[str]) -> Iterator[tuple[int, dict]]:
-    lines = iter_lines(path)
+def read_header(path, lines) -> tuple[int, list[str]]:
+    """The header line of a TSV file: `(line number, column names)`, from its `iter_lines` iterator.
+
+    Raises:
+        DataFormatError: the file is empty, or the header repeats a column name.
+    """
     header_line = next(lines, None)
     if header_line is None:
         raise DataFormatError(path, None, "empty file: no header line and no data rows")
@@ -117,6 +121,12 @@ def _tsv_rows(path, wanted: Mapping[str, str], optional: Sequence[str]) -> Itera
     duplicates = sorted({h for h in header if header.count(h) > 1})
     if duplicates:
         raise DataFormatError(path, number, f"duplicate column name(s) {duplicates} in the header")
+    return number, header
+
+
+def _tsv_rows(path, wanted: Mapping[str, str], optional: Sequence[str]) -> Iterator[tuple[int, dict]]:
+    lines = iter_lines(path)
+    number, header = read_header(path, lines)
     index = {}
     for name, column in wanted.items():
         if column in header:
