@@ -81,22 +81,19 @@ def length_keys(*lengths) -> np.ndarray:
     return key
 
 
-def _sort_in_windows(items, keys, window):
-    """`items` (already shuffled) sorted by `keys` inside consecutive windows of `window` items."""
-    out = []
-    for start in range(0, len(items), window):
-        chunk = items[start : start + window]
-        out.extend(chunk[i] for i in np.argsort(keys[start : start + window], kind="stable"))
-    return out
+def _window_order(keys, window):
+    """The permutation that sorts `keys` (of already shuffled items) inside consecutive windows of `window`."""
+    keys = np.asarray(keys)
+    return np.concatenate([start + np.argsort(keys[start : start + window], kind="stable")
+                           for start in range(0, len(keys), window)] or [np.zeros(0, np.int64)])
 
 
-def _chunks(items, batch_size, rng, lengths_of=None):
-    """Cut (shuffled) items into batches; with `lengths_of` (a function item -> sort key), bucket them."""
-    if lengths_of is not None:
-        keys = np.asarray([lengths_of(item) for item in items])
-        items = _sort_in_windows(items, keys, batch_size * BUCKET_WINDOW)
+def _chunks(items, batch_size, rng, keys=None):
+    """Cut (shuffled) items, an array, into batches; with `keys` (one sort key per item), bucket them."""
+    if keys is not None:
+        items = items[_window_order(keys, batch_size * BUCKET_WINDOW)]
     batches = [items[i : i + batch_size] for i in range(0, len(items), batch_size)]
-    if lengths_of is not None:
+    if keys is not None:
         batches = [batches[i] for i in rng.permutation(len(batches))]
     return batches
 
@@ -108,8 +105,8 @@ def pointwise_batches(num_examples, batch_size, rng, lengths=None) -> list[np.nd
     """
     batch_size = _check_batch_size(batch_size)
     order = rng.permutation(int(num_examples))
-    key = None if lengths is None else (lambda i: lengths[i])
-    return [np.asarray(b, dtype=np.int64) for b in _chunks(list(order), batch_size, rng, key)]
+    keys = None if lengths is None else np.asarray(lengths)[order]
+    return [np.asarray(b, dtype=np.int64) for b in _chunks(order, batch_size, rng, keys)]
 
 
 def pairwise_batches(group_ids, labels, batch_size, rng, lengths=None) -> list[np.ndarray]:
@@ -129,8 +126,11 @@ def pairwise_batches(group_ids, labels, batch_size, rng, lengths=None) -> list[n
     if not rows:
         return []
     rows = np.concatenate(rows)[rng.permutation(sum(len(r) for r in rows))]
-    key = None if lengths is None else (lambda row: max(lengths[row[0]], lengths[row[1]]))
-    return [np.asarray(b, dtype=np.int64).reshape(-1, 2) for b in _chunks(list(rows), batch_size, rng, key)]
+    keys = None
+    if lengths is not None:
+        lengths = np.asarray(lengths)
+        keys = np.maximum(lengths[rows[:, 0]], lengths[rows[:, 1]])
+    return [np.asarray(b, dtype=np.int64).reshape(-1, 2) for b in _chunks(rows, batch_size, rng, keys)]
 
 
 def listwise_batches(group_ids, labels, batch_size, rng, list_size=None, lengths=None) -> list[np.ndarray]:
@@ -165,9 +165,11 @@ def listwise_batches(group_ids, labels, batch_size, rng, list_size=None, lengths
         lists.append(members)
     lists = [lists[i] for i in rng.permutation(len(lists))]
     if lengths is not None:
-        keys = np.asarray([len(m) * (int(np.max(lengths)) + 1) + int(np.max(lengths[m])) for m in lists])
-        window = max(1, batch_size * BUCKET_WINDOW // max(1, int(np.mean([len(m) for m in lists]) if lists else 1)))
-        lists = _sort_in_windows(lists, keys, window)
+        lengths = np.asarray(lengths)
+        sizes = np.array([len(m) for m in lists], np.int64)
+        keys = length_keys(sizes, np.array([lengths[m].max() for m in lists], np.int64))  # size, then longest
+        window = max(1, batch_size * BUCKET_WINDOW // max(1, int(sizes.mean()) if len(sizes) else 1))
+        lists = [lists[i] for i in _window_order(keys, window)]
     batches, current = [], []
     for members in lists:
         candidate = current + [members]
