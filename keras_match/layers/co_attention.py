@@ -18,17 +18,27 @@ from keras_match.layers.masked_ops import split_pair_masks
 from keras_match.layers.masked_ops import zero_padded
 
 
-def affinity(q, d):
+POOLED_CASTS = ("broadcast", "weighted")
+"""How the max and mean co-attention casts reach each word: the pooled vector at every word (eq. 3-4 as
+written), or each word scaled by its attention weight (the authors' code)."""
+
+
+def affinity(q, d, scaled=False):
     """Batched dot products, `s[b, i, j] = q[b, i] . d[b, j]` (eq. 2 once q and d went through F).
 
     Args:
         q: `[batch, len_q, units]`.
         d: `[batch, len_d, units]`.
+        scaled: divide by `sqrt(units)` (the dot attention of the authors' code; the paper's eq. 2 has no
+            scale).
 
     Returns:
         `[batch, len_q, len_d]`.
     """
-    return ops.matmul(q, ops.transpose(d, (0, 2, 1)))
+    s = ops.matmul(q, ops.transpose(d, (0, 2, 1)))
+    if scaled:
+        s = s / ops.sqrt(ops.cast(ops.shape(q)[-1], s.dtype))
+    return s
 
 
 def soft_align(scores, values, values_mask=None):
@@ -54,6 +64,14 @@ def attentive_pool(scores, values, mask=None):
     return ops.squeeze(ops.matmul(ops.expand_dims(weights, 1), values), 1)
 
 
+def attentive_weighting(scores, values, mask=None):
+    """`Soft(scores)_i values_i` per word, not summed: `[batch, len]`, `[batch, len, dim]` -> `[batch, len, dim]`.
+
+    The per-word reading of eq. 3-4 in the authors' code: each word scaled by its attention weight."""
+    weights = masked_softmax(scores, mask, axis=-1)
+    return ops.expand_dims(weights, -1) * values
+
+
 def _partner_masks(q_mask, d_mask):
     # Masks of the partner axis of s: the d words are the columns (axis 2), the q words the rows (axis 1).
     d_cols = None if d_mask is None else ops.expand_dims(d_mask, 1)
@@ -61,7 +79,7 @@ def _partner_masks(q_mask, d_mask):
     return q_rows, d_cols
 
 
-def max_pooling(s, q, d, q_mask=None, d_mask=None):
+def max_pooling(s, q, d, q_mask=None, d_mask=None, weighted=False):
     """Max-pooling co-attention (eq. 3): `q' = Soft(max_col(s))^T q`, `d' = Soft(max_row(s))^T d`.
 
     Each q word is scored by its largest affinity with any real d word, the scores are soft-maxed over the
@@ -71,29 +89,33 @@ def max_pooling(s, q, d, q_mask=None, d_mask=None):
         s: affinity `[batch, len_q, len_d]`.
         q: `[batch, len_q, dim]`. d: `[batch, len_d, dim]`.
         q_mask, d_mask: `None` or bool `[batch, len_q]` / `[batch, len_d]`.
+        weighted: return each word scaled by its weight (`a_i q_i`, `[batch, len, dim]`) instead of the sum.
 
     Returns:
-        `(q', d')`, each `[batch, dim]`. An empty partner gives scores of 0 (uniform weights over the own
-        real words); an empty own text gives the zero vector.
+        `(q', d')`, each `[batch, dim]` (`[batch, len_q, dim]`, `[batch, len_d, dim]` when `weighted`). An
+        empty partner gives scores of 0 (uniform weights over the own real words); an empty own text gives the
+        zero vector.
     """
     q_rows, d_cols = _partner_masks(q_mask, d_mask)
     q_scores = masked_max(s, d_cols, axis=2)  # max over the d words, one score per q word
     d_scores = masked_max(s, q_rows, axis=1)  # max over the q words, one score per d word
-    return attentive_pool(q_scores, q, q_mask), attentive_pool(d_scores, d, d_mask)
+    pool = attentive_weighting if weighted else attentive_pool
+    return pool(q_scores, q, q_mask), pool(d_scores, d, d_mask)
 
 
-def mean_pooling(s, q, d, q_mask=None, d_mask=None):
+def mean_pooling(s, q, d, q_mask=None, d_mask=None, weighted=False):
     """Mean-pooling co-attention (eq. 4): `q' = Soft(mean_col(s))^T q`, `d' = Soft(mean_row(s))^T d`.
 
     As `max_pooling`, with the mean over the partner's real words instead of the max.
 
     Returns:
-        `(q', d')`, each `[batch, dim]`.
+        `(q', d')`, each `[batch, dim]` (per word, `[batch, len, dim]`, when `weighted`).
     """
     q_rows, d_cols = _partner_masks(q_mask, d_mask)
     q_scores = masked_mean(s, d_cols, axis=2)
     d_scores = masked_mean(s, q_rows, axis=1)
-    return attentive_pool(q_scores, q, q_mask), attentive_pool(d_scores, d, d_mask)
+    pool = attentive_weighting if weighted else attentive_pool
+    return pool(q_scores, q, q_mask), pool(d_scores, d, d_mask)
 
 
 def alignment_pooling(s, q, d, q_mask=None, d_mask=None):
@@ -134,8 +156,11 @@ class CoAttention(keras.layers.Layer):
 
     - eq. 3-4: `max_col(s)` is read as the max over the columns (the d words) for each row (q word), giving
       one weight per q word; eq. 4 writes `mean(s)` without subscript for q and is read as `mean_col`, the
-      mirror of eq. 3. The pooled vectors are single `[batch, dim]` vectors; they are returned broadcast to
-      every word so that the casted features of `MultiCastAttention` compare each word with them.
+      mirror of eq. 3. The pooled vectors are single `[batch, dim]` vectors; with `pooled_casts="broadcast"`
+      they are returned broadcast to every word so that the casted features of `MultiCastAttention` compare
+      each word with them. `pooled_casts="weighted"` instead returns each word scaled by its attention weight,
+      `a_i x_i` (the sum of eq. 3-4 left undone), as the authors' public code (`tylib`) does; it fits the
+      paper's Figure 4, where the max and mean features differ from word to word.
     - eq. 5 indexes `s_ij` with `i` over d and `j` over q, the transpose of eq. 2. The text's meaning is
       kept ("d'_i is the sub-phrase in q that is softly aligned to d_i", as in Parikh et al.): each word's
       aligned vector is a softmax-weighted sum of the partner's words, normalised over the partner's words.
@@ -144,6 +169,9 @@ class CoAttention(keras.layers.Layer):
         units: int, output size of `F`.
         activation: activation of `F` (name or callable). Defaults to `"relu"`.
         kernel_regularizer: optional regularizer of `F`'s kernel.
+        pooled_casts: `"broadcast"` (default) or `"weighted"`: what the `max` and `mean` outputs hold per word
+            (see above).
+        scaled_affinity: divide `s` by `sqrt(units)` (the authors' dot attention). Defaults to False (eq. 2).
         **kwargs: standard `keras.layers.Layer` arguments (`name`, `dtype`).
 
     Call arguments:
@@ -154,7 +182,8 @@ class CoAttention(keras.layers.Layer):
     Returns:
         A dict of float tensors (the layer's compute dtype):
         - `"affinity"`: `s`, `[batch, len_q, len_d]`;
-        - `"max"`: `(q_max [batch, len_q, dim], d_max [batch, len_d, dim])`, eq. 3 broadcast to every word;
+        - `"max"`: `(q_max [batch, len_q, dim], d_max [batch, len_d, dim])`, eq. 3 broadcast to every word (or
+          per word weighted, `pooled_casts="weighted"`);
         - `"mean"`: `(q_mean, d_mean)`, eq. 4, same shapes;
         - `"alignment"`: `(q_aligned [batch, len_q, dim], d_aligned [batch, len_d, dim])`, eq. 5.
 
@@ -169,8 +198,9 @@ class CoAttention(keras.layers.Layer):
         `F`: `projection/kernel [dim, units]`, `projection/bias [units]` (2 trainable weights).
 
     Raises:
-        ValueError: at construction if `units` is not a positive integer; at build if the inputs are not a
-            pair of rank-3 tensors with the same defined last dimension; at call if `mask` is not a pair.
+        ValueError: at construction if `units` is not a positive integer or `pooled_casts` is unknown; at build
+            if the inputs are not a pair of rank-3 tensors with the same defined last dimension; at call if
+            `mask` is not a pair.
 
     Examples:
 
@@ -191,13 +221,18 @@ class CoAttention(keras.layers.Layer):
           https://arxiv.org/abs/1606.01933) (the affinity and alignment of eq. 2 and 5).
     """
 
-    def __init__(self, units, activation="relu", kernel_regularizer=None, **kwargs):
+    def __init__(self, units, activation="relu", kernel_regularizer=None, pooled_casts="broadcast",
+                 scaled_affinity=False, **kwargs):
         super().__init__(**kwargs)
         if isinstance(units, bool) or not isinstance(units, int) or units < 1:
             raise ValueError(f"`units` must be a positive integer. Received: units={units}")
+        if pooled_casts not in POOLED_CASTS:
+            raise ValueError(f"`pooled_casts` must be one of {POOLED_CASTS}. Received: pooled_casts={pooled_casts!r}")
         self.units = units
         self.activation = keras.activations.get(activation)
         self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
+        self.pooled_casts = pooled_casts
+        self.scaled_affinity = bool(scaled_affinity)
         self.supports_masking = True
 
     def build(self, input_shape):
@@ -214,9 +249,14 @@ class CoAttention(keras.layers.Layer):
     def call(self, inputs, mask=None):
         q, d = inputs
         q_mask, d_mask = split_pair_masks(mask)
-        s = affinity(self.projection(q), self.projection(d))
-        q_max, d_max = max_pooling(s, q, d, q_mask, d_mask)
-        q_mean, d_mean = mean_pooling(s, q, d, q_mask, d_mask)
+        s = affinity(self.projection(q), self.projection(d), scaled=self.scaled_affinity)
+        weighted = self.pooled_casts == "weighted"
+
+        def per_word(pooled, x, mask):  # weighted casts are per word already
+            return zero_padded(pooled, mask) if weighted else _per_word(pooled, x, mask)
+
+        q_max, d_max = max_pooling(s, q, d, q_mask, d_mask, weighted=weighted)
+        q_mean, d_mean = mean_pooling(s, q, d, q_mask, d_mask, weighted=weighted)
         q_aligned, d_aligned = alignment_pooling(s, q, d, q_mask, d_mask)
         if q_mask is not None:
             s = ops.where(ops.expand_dims(q_mask, 2), s, ops.zeros_like(s))
@@ -224,8 +264,8 @@ class CoAttention(keras.layers.Layer):
             s = ops.where(ops.expand_dims(d_mask, 1), s, ops.zeros_like(s))
         return {
             "affinity": s,
-            "max": (_per_word(q_max, q, q_mask), _per_word(d_max, d, d_mask)),
-            "mean": (_per_word(q_mean, q, q_mask), _per_word(d_mean, d, d_mask)),
+            "max": (per_word(q_max, q, q_mask), per_word(d_max, d, d_mask)),
+            "mean": (per_word(q_mean, q, q_mask), per_word(d_mean, d, d_mask)),
             "alignment": (zero_padded(q_aligned, q_mask), zero_padded(d_aligned, d_mask)),
         }
 
@@ -253,6 +293,8 @@ class CoAttention(keras.layers.Layer):
                 "units": self.units,
                 "activation": keras.activations.serialize(self.activation),
                 "kernel_regularizer": keras.regularizers.serialize(self.kernel_regularizer),
+                "pooled_casts": self.pooled_casts,
+                "scaled_affinity": self.scaled_affinity,
             }
         )
         return config

@@ -26,6 +26,7 @@ class IntraAttention(keras.layers.Layer):
         units: int, output size of `F`.
         activation: activation of `F` (name or callable). Defaults to `"relu"`.
         kernel_regularizer: optional regularizer of `F`'s kernel.
+        scaled_affinity: divide `s` by `sqrt(units)` (the authors' dot attention). Defaults to False (eq. 6).
         **kwargs: standard `keras.layers.Layer` arguments (`name`, `dtype`).
 
     Input shape:
@@ -59,13 +60,14 @@ class IntraAttention(keras.layers.Layer):
           section 2.2.3, eq. 6.
     """
 
-    def __init__(self, units, activation="relu", kernel_regularizer=None, **kwargs):
+    def __init__(self, units, activation="relu", kernel_regularizer=None, scaled_affinity=False, **kwargs):
         super().__init__(**kwargs)
         if isinstance(units, bool) or not isinstance(units, int) or units < 1:
             raise ValueError(f"`units` must be a positive integer. Received: units={units}")
         self.units = units
         self.activation = keras.activations.get(activation)
         self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
+        self.scaled_affinity = bool(scaled_affinity)
         self.supports_masking = True
 
     def build(self, input_shape):
@@ -86,7 +88,7 @@ class IntraAttention(keras.layers.Layer):
     def call(self, inputs, mask=None):
         mask = as_bool_mask(mask)
         projected = self.projection(inputs)
-        s = affinity(projected, projected)
+        s = affinity(projected, projected, scaled=self.scaled_affinity)
         return zero_padded(soft_align(s, inputs, mask), mask)
 
     def compute_mask(self, inputs, mask=None):
@@ -102,6 +104,7 @@ class IntraAttention(keras.layers.Layer):
                 "units": self.units,
                 "activation": keras.activations.serialize(self.activation),
                 "kernel_regularizer": keras.regularizers.serialize(self.kernel_regularizer),
+                "scaled_affinity": self.scaled_affinity,
             }
         )
         return config

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from keras_match.layers.co_attention import POOLED_CASTS
 from keras_match.layers.co_attention import CoAttention
 from keras_match.layers.compression import compression_class
 from keras_match.layers.intra_attention import IntraAttention
@@ -23,7 +24,9 @@ class MultiCastAttention(keras.layers.Layer):
 
     1. `alignment`: co-attention alignment pooling (eq. 5): `x_bar` is the soft-aligned part of the other text
        (the "exchanged semantics" of section 2.3.1);
-    2. `max`: max-pooling co-attention (eq. 3): `x_bar` is the text's pooled vector, the same for every word;
+    2. `max`: max-pooling co-attention (eq. 3): `x_bar` is the text's pooled vector, the same for every word
+       (`pooled_casts="broadcast"`), or the word scaled by its attention weight, `a_i x_i`
+       (`pooled_casts="weighted"`, the authors' code; see `CoAttention`);
     3. `mean`: mean-pooling co-attention (eq. 4), likewise;
     4. `intra`: intra-attention (eq. 6) of the text with itself.
 
@@ -51,6 +54,8 @@ class MultiCastAttention(keras.layers.Layer):
         fm_factors: int, factors `k` of the FM compression (ignored for `"sm"` / `"nn"`). Defaults to 10.
         activation: activation of the attention `F` layers. Defaults to `"relu"`.
         kernel_regularizer: optional regularizer of every kernel (attention `F`s, NN / FM compressions).
+        pooled_casts: `"broadcast"` (default) or `"weighted"`, see above.
+        scaled_affinity: divide both affinity matrices (eq. 2 and 6) by `sqrt(units)`. Defaults to False.
         **kwargs: standard `keras.layers.Layer` arguments (`name`, `dtype`).
 
     Call arguments:
@@ -72,9 +77,9 @@ class MultiCastAttention(keras.layers.Layer):
         5,100 / 5,912 / 13,912 parameters.
 
     Raises:
-        ValueError: at construction for an unknown `compression`, or an `attention_units` / `fm_factors` that
-            is not a positive integer; at build if the inputs are not a pair of rank-3 tensors with the same
-            defined last dimension; at call if `mask` is not a pair.
+        ValueError: at construction for an unknown `compression` or `pooled_casts`, or an `attention_units` /
+            `fm_factors` that is not a positive integer; at build if the inputs are not a pair of rank-3 tensors
+            with the same defined last dimension; at call if `mask` is not a pair.
 
     Examples:
 
@@ -100,9 +105,13 @@ class MultiCastAttention(keras.layers.Layer):
         fm_factors=10,
         activation="relu",
         kernel_regularizer=None,
+        pooled_casts="broadcast",
+        scaled_affinity=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
+        if pooled_casts not in POOLED_CASTS:
+            raise ValueError(f"`pooled_casts` must be one of {POOLED_CASTS}. Received: pooled_casts={pooled_casts!r}")
         compression_class(compression)  # raises ValueError for an unknown name
         for arg, value in (("attention_units", attention_units), ("fm_factors", fm_factors)):
             if value is None and arg == "attention_units":
@@ -114,6 +123,8 @@ class MultiCastAttention(keras.layers.Layer):
         self.fm_factors = fm_factors
         self.activation = keras.activations.get(activation)
         self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
+        self.pooled_casts = pooled_casts
+        self.scaled_affinity = bool(scaled_affinity)
         self.supports_masking = True
 
     def _compression_kwargs(self):
@@ -132,9 +143,10 @@ class MultiCastAttention(keras.layers.Layer):
             "units": units,
             "activation": self.activation,
             "kernel_regularizer": self.kernel_regularizer,
+            "scaled_affinity": self.scaled_affinity,
             "dtype": self.dtype_policy,
         }
-        self.co_attention = CoAttention(name="co_attention", **attention_kwargs)
+        self.co_attention = CoAttention(name="co_attention", pooled_casts=self.pooled_casts, **attention_kwargs)
         self.co_attention.build([q_shape, d_shape])
         self.intra_attention = IntraAttention(name="intra_attention", **attention_kwargs)
         self.intra_attention.build(q_shape)
@@ -192,6 +204,8 @@ class MultiCastAttention(keras.layers.Layer):
                 "fm_factors": self.fm_factors,
                 "activation": keras.activations.serialize(self.activation),
                 "kernel_regularizer": keras.regularizers.serialize(self.kernel_regularizer),
+                "pooled_casts": self.pooled_casts,
+                "scaled_affinity": self.scaled_affinity,
             }
         )
         return config

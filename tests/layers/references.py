@@ -99,8 +99,11 @@ def apply_compression(fn, x):
 
 
 # eq. 2-5 -----------------------------------------------------------------------------------------------------
-def co_attention(q, d, q_mask, d_mask, kernel, bias, activation="relu"):
-    """Returns the same dict as CoAttention: affinity, max, mean, alignment (per word, 0 at padding)."""
+def co_attention(q, d, q_mask, d_mask, kernel, bias, activation="relu", pooled_casts="broadcast", scaled=False):
+    """Returns the same dict as CoAttention: affinity, max, mean, alignment (per word, 0 at padding).
+
+    pooled_casts="weighted": the max / mean casts are each word times its softmax weight (not the sum);
+    scaled: the affinity divided by sqrt(units)."""
     batch, len_q, dim = q.shape
     len_d = d.shape[1]
     out = {
@@ -113,15 +116,24 @@ def co_attention(q, d, q_mask, d_mask, kernel, bias, activation="relu"):
         real_q, real_d = real_positions(q_mask[b]), real_positions(d_mask[b])
         fq = {i: dense(q[b, i], kernel, bias, activation) for i in real_q}
         fd = {j: dense(d[b, j], kernel, bias, activation) for j in real_d}
-        s = {(i, j): float(np.dot(fq[i], fd[j])) for i in real_q for j in real_d}  # eq. 2
+        scale = np.sqrt(len(bias)) if scaled else 1.0
+        s = {(i, j): float(np.dot(fq[i], fd[j])) / scale for i in real_q for j in real_d}  # eq. 2
         for (i, j), value in s.items():
             out["affinity"][b, i, j] = value
         for name, reduce in (("max", max), ("mean", lambda vals: sum(vals) / len(vals))):
             # eq. 3 / 4: score each q word against all real d words (and vice versa), softmax over own words.
             q_scores = [reduce([s[i, j] for j in real_d]) if real_d else 0.0 for i in real_q]
             d_scores = [reduce([s[i, j] for i in real_q]) if real_q else 0.0 for j in real_d]
-            q_vec = sum((w * q[b, i] for w, i in zip(softmax(q_scores), real_q)), np.zeros(dim)) if real_q else 0
-            d_vec = sum((w * d[b, j] for w, j in zip(softmax(d_scores), real_d)), np.zeros(dim)) if real_d else 0
+            q_weights = softmax(q_scores) if real_q else []
+            d_weights = softmax(d_scores) if real_d else []
+            if pooled_casts == "weighted":  # each word times its own weight
+                for w, i in zip(q_weights, real_q):
+                    out[name][0][b, i] = w * q[b, i]
+                for w, j in zip(d_weights, real_d):
+                    out[name][1][b, j] = w * d[b, j]
+                continue
+            q_vec = sum((w * q[b, i] for w, i in zip(q_weights, real_q)), np.zeros(dim)) if real_q else 0
+            d_vec = sum((w * d[b, j] for w, j in zip(d_weights, real_d)), np.zeros(dim)) if real_d else 0
             for i in real_q:
                 out[name][0][b, i] = q_vec
             for j in real_d:
@@ -139,24 +151,29 @@ def co_attention(q, d, q_mask, d_mask, kernel, bias, activation="relu"):
 
 
 # eq. 6 -------------------------------------------------------------------------------------------------------
-def intra_attention(x, mask, kernel, bias, activation="relu"):
+def intra_attention(x, mask, kernel, bias, activation="relu", scaled=False):
     batch, length, dim = x.shape
+    scale = np.sqrt(len(bias)) if scaled else 1.0
     out = np.zeros((batch, length, dim))
     for b in range(batch):
         real = real_positions(mask[b])
         fx = {i: dense(x[b, i], kernel, bias, activation) for i in real}
         for i in real:
-            weights = softmax([np.dot(fx[i], fx[j]) for j in real])
+            weights = softmax([np.dot(fx[i], fx[j]) / scale for j in real])
             out[b, i] = sum(w * x[b, j] for w, j in zip(weights, real))
     return out
 
 
 # eq. 7-9, section 2.3.3 --------------------------------------------------------------------------------------
-def multi_cast(q, d, q_mask, d_mask, co_weights, intra_weights, compressions, activation="relu"):
+def multi_cast(q, d, q_mask, d_mask, co_weights, intra_weights, compressions, activation="relu",
+               pooled_casts="broadcast", scaled=False):
     """compressions: 12 vector -> scalar functions in the order [align, max, mean, intra] x [c, m, s]."""
-    co = co_attention(q, d, q_mask, d_mask, *co_weights, activation=activation)
-    bars_q = [co["alignment"][0], co["max"][0], co["mean"][0], intra_attention(q, q_mask, *intra_weights, activation)]
-    bars_d = [co["alignment"][1], co["max"][1], co["mean"][1], intra_attention(d, d_mask, *intra_weights, activation)]
+    co = co_attention(q, d, q_mask, d_mask, *co_weights, activation=activation, pooled_casts=pooled_casts,
+                      scaled=scaled)
+    q_intra = intra_attention(q, q_mask, *intra_weights, activation, scaled=scaled)
+    d_intra = intra_attention(d, d_mask, *intra_weights, activation, scaled=scaled)
+    bars_q = [co["alignment"][0], co["max"][0], co["mean"][0], q_intra]
+    bars_d = [co["alignment"][1], co["max"][1], co["mean"][1], d_intra]
 
     def side(x, mask, bars):
         batch, length, _ = x.shape

@@ -29,17 +29,19 @@ def expected_shapes(batch, len_q, len_d, dim):
 
 def assert_matches_reference(layer, q, d, q_mask, d_mask, activation="relu"):
     outputs = call_layer(layer, [q, d], [q_mask, d_mask])
-    expected = ref.co_attention(q, d, q_mask, d_mask, *layer.get_weights(), activation=activation)
+    expected = ref.co_attention(q, d, q_mask, d_mask, *layer.get_weights(), activation=activation,
+                                pooled_casts=layer.pooled_casts, scaled=layer.scaled_affinity)
     for key in expected:
         for got, want in zip(keras.tree.flatten(outputs[key]), keras.tree.flatten(expected[key])):
             np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5, err_msg=key)
     return outputs
 
 
-def test_layer_roundtrip(tmp_path):
+@pytest.mark.parametrize("options", [{}, {"pooled_casts": "weighted", "scaled_affinity": True}])
+def test_layer_roundtrip(tmp_path, options):
     _, q, d, q_mask, d_mask = make_pair(0)
     run_layer_test(
-        lambda: CoAttention(units=3),
+        lambda: CoAttention(units=3, **options),
         [q, d],
         [q_mask, d_mask],
         expected_shape=expected_shapes(3, 5, 7, 4),
@@ -58,9 +60,29 @@ def test_matches_numpy_reference(activation):
     assert_matches_reference(layer, q, d, q_mask, d_mask, activation)
 
 
-def test_extra_padding_changes_nothing():
+@pytest.mark.parametrize("pooled_casts, scaled", [("weighted", False), ("broadcast", True), ("weighted", True)])
+def test_weighted_casts_and_scaled_affinity_match_numpy_reference(pooled_casts, scaled):
+    _, q, d, q_mask, d_mask = make_pair(2)
+    layer = CoAttention(units=6, pooled_casts=pooled_casts, scaled_affinity=scaled)
+    layer.build([q.shape, d.shape])
+    rng = np.random.default_rng(8)
+    layer.set_weights([w + rng.normal(size=w.shape).astype("float32") * 0.5 for w in layer.get_weights()])
+    outputs = assert_matches_reference(layer, q, d, q_mask, d_mask)
+    if pooled_casts == "weighted":  # per word: the words of one text differ (a broadcast vector would not)
+        q_max = np.asarray(outputs["max"][0])
+        assert not np.allclose(q_max[0, 0], q_max[0, 1])
+        # the weights sum to one over the real words, so the per-word casts sum to the broadcast vector
+        broadcast = CoAttention(units=6, scaled_affinity=scaled)
+        broadcast.build([q.shape, d.shape])
+        broadcast.set_weights(layer.get_weights())
+        pooled = np.asarray(call_layer(broadcast, [q, d], [q_mask, d_mask])["mean"][1])
+        np.testing.assert_allclose(np.asarray(outputs["mean"][1]).sum(axis=1), pooled[:, 0], rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("pooled_casts", ["broadcast", "weighted"])
+def test_extra_padding_changes_nothing(pooled_casts):
     rng, q, d, q_mask, d_mask = make_pair(2)
-    layer = CoAttention(units=3)
+    layer = CoAttention(units=3, pooled_casts=pooled_casts, scaled_affinity=pooled_casts == "weighted")
     short = call_layer(layer, [q, d], [q_mask, d_mask])
     q2, q_mask2 = pad_more(rng, q, q_mask, extra=2)
     d2, d_mask2 = pad_more(rng, d, d_mask, extra=3)
@@ -127,6 +149,11 @@ def test_functions_without_masks_are_plain_softmax_attention():
 def test_shape_errors(shapes, message):
     with pytest.raises(ValueError, match=message):
         CoAttention(units=3).build(shapes)
+
+
+def test_invalid_pooled_casts():
+    with pytest.raises(ValueError, match="pooled_casts"):
+        CoAttention(units=2, pooled_casts="summed")
 
 
 def test_invalid_units():

@@ -38,6 +38,20 @@ def test_matches_numpy_reference(activation):
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-5)
 
 
+def test_scaled_affinity_matches_numpy_reference_and_round_trips(tmp_path):
+    rng = np.random.default_rng(3)
+    x, mask = padded_batch(rng, LENGTHS, 5, 4)
+    layer = IntraAttention(units=5, scaled_affinity=True)
+    layer.build(x.shape)
+    layer.set_weights([w + rng.normal(size=w.shape).astype("float32") for w in layer.get_weights()])
+    expected = ref.intra_attention(x, mask, *layer.get_weights(), scaled=True)
+    np.testing.assert_allclose(call_layer(layer, x, mask), expected, rtol=1e-4, atol=1e-5)
+    unscaled = ref.intra_attention(x, mask, *layer.get_weights())
+    assert not np.allclose(expected, unscaled, atol=1e-3)
+    run_layer_test(lambda: IntraAttention(units=3, scaled_affinity=True), x, mask, expected_shape=(3, 5, 4),
+                   expected_weights=2, tmp_path=tmp_path)
+
+
 def test_extra_padding_changes_nothing():
     rng = np.random.default_rng(2)
     x, mask = padded_batch(rng, LENGTHS, 5, 4)

@@ -32,6 +32,8 @@ def reference(layer, kind, q, d, q_mask, d_mask, activation="relu"):
         layer.intra_attention.get_weights(),
         compressions,
         activation=activation,
+        pooled_casts=layer.pooled_casts,
+        scaled=layer.scaled_affinity,
     )
 
 
@@ -59,6 +61,34 @@ def test_matches_numpy_reference(kind, attention_units):
     ref_q, ref_d = reference(layer, kind, q, d, q_mask, d_mask)
     np.testing.assert_allclose(zq, ref_q, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(zd, ref_d, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("pooled_casts, scaled", [("weighted", False), ("weighted", True), ("broadcast", True)])
+def test_weighted_casts_and_scaled_affinity_match_numpy_reference(pooled_casts, scaled):
+    rng, q, d, q_mask, d_mask = make_pair(3)
+    layer = MultiCastAttention(compression="fm", fm_factors=3, pooled_casts=pooled_casts, scaled_affinity=scaled)
+    layer.build([q.shape, d.shape])
+    layer.set_weights([rng.normal(size=w.shape).astype("float32") * 0.5 for w in layer.get_weights()])
+    zq, zd = call_layer(layer, [q, d], [q_mask, d_mask])
+    ref_q, ref_d = reference(layer, "fm", q, d, q_mask, d_mask)
+    np.testing.assert_allclose(zq, ref_q, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(zd, ref_d, rtol=1e-4, atol=1e-4)
+    plain = MultiCastAttention(compression="fm", fm_factors=3)
+    plain.build([q.shape, d.shape])
+    plain.set_weights(layer.get_weights())
+    assert not np.allclose(call_layer(plain, [q, d], [q_mask, d_mask])[0], zq, atol=1e-3)  # the options matter
+
+
+def test_weighted_scaled_round_trip(tmp_path):
+    _, q, d, q_mask, d_mask = make_pair(0)
+    run_layer_test(
+        lambda: MultiCastAttention(compression="fm", fm_factors=3, pooled_casts="weighted", scaled_affinity=True),
+        [q, d],
+        [q_mask, d_mask],
+        expected_shape=((3, 5, 12), (3, 7, 12)),
+        expected_weights=WEIGHTS["fm"],
+        tmp_path=tmp_path,
+    )
 
 
 def test_feature_order_and_unshared_compressions():
@@ -129,7 +159,8 @@ def test_attention_units_default_to_input_dim():
 
 @pytest.mark.parametrize(
     "kwargs, message",
-    [({"compression": "max"}, "Valid names"), ({"attention_units": 0}, "attention_units"), ({"fm_factors": 0}, "fm_factors")],
+    [({"compression": "max"}, "Valid names"), ({"attention_units": 0}, "attention_units"), ({"fm_factors": 0}, "fm_factors"),
+     ({"pooled_casts": "sum"}, "pooled_casts")],
 )
 def test_invalid_arguments(kwargs, message):
     with pytest.raises(ValueError, match=message):
