@@ -1,8 +1,9 @@
 """Export cost and serving latency of a zoo model: SavedModel (raw text) and ONNX (ids); prints JSON.
 
-Trains nothing. With `--run-dir` the run's model is exported; without it, mcan_fm is built with the paper's
-settings (300d embeddings, 300 LSTM units, highway 200, FM factors 10) and random weights, with a vocabulary
-built from TrecQA TRAIN-ALL the way `keras_match.train` builds it. Then:
+Trains nothing. With `--run-dir` the run's model is exported. Without it, mcan_fm gets random weights and
+either the paper's sizes (300d embeddings, 300 LSTM units, highway 200, FM factors 10) with a TrecQA TRAIN-ALL
+vocabulary, or, with `--vectors glove-6b-50d [--max-vocabulary N]`, its zoo preset with those frozen vectors and
+the vocabulary `keras-match train` builds (the TRAIN-ALL words, then the vector file's words). Then:
 
 - export: wall time of `keras_match.export.saved_model` (SavedModel + warmup file) and of `to_onnx`
   (conversion + onnxruntime check), and their sizes on disk;
@@ -15,6 +16,7 @@ built from TrecQA TRAIN-ALL the way `keras_match.train` builds it. Then:
 - one batch of 3000 pairs through `serving_default` (time, finite scores, the process' peak RSS before/after).
 
     KERAS_MATCH_DATA=../shared/data python benchmarks/export_latency.py [--run-dir RUN] > export_latency.json
+    KERAS_MATCH_DATA=../shared/data python benchmarks/export_latency.py --vectors glove-6b-50d --max-vocabulary 0
 
 Numbers are from whatever CPU runs it, with TensorFlow's and onnxruntime's default thread pools; the JSON
 records the CPU count and the load average at the start so that a busy machine shows.
@@ -62,25 +64,33 @@ def _timed(fn, repeats, warmup):
     return seconds
 
 
-def build_run(run_dir, data_dir):
-    """The run to export: a trained run directory, or paper-sized mcan_fm with random weights."""
-    from keras_match import text, training, zoo
+def build_run(run_dir, data_dir, vectors=None, max_vocabulary=None):
+    """The run to export: a trained run directory, or mcan_fm with random weights: with `vectors`, its zoo preset
+    with those frozen vectors and the vocabulary `keras-match train` gives it (the TRAIN-ALL words, then the
+    vector file's words, `max_vocabulary` of them); without, the paper's sizes and a TRAIN-ALL vocabulary."""
+    from keras_match import tasks, text, training, zoo
     from keras_match.datasets.catalog import load_by_name
-    from keras_match.preprocessing import PairPreprocessor
+    from keras_match.vectors import load_vectors
 
     if run_dir:
         return training.load_run(run_dir), f"run {run_dir}"
     dataset = load_by_name("trecqa-clean", data_dir=data_dir)
-    pairs = dataset["train"].pairs()
-    import numpy as np
-
-    encoder = text.TextEncoder.build(np.concatenate([np.unique(pairs.questions), pairs.answers]))
-    preset = zoo.resolve("mcan_fm")
-    model = zoo.build(preset, vocab_size=encoder.vocab_size)
-    preprocessor = PairPreprocessor(encoder, preset["training"]["max_question_length"],
-                                    preset["training"]["max_answer_length"])
-    return training.Run(model=model, preprocessor=preprocessor, config={"zoo": "mcan_fm"}), (
-        f"mcan_fm paper settings, random weights, TrecQA train-all vocabulary ({encoder.vocab_size} ids)")
+    task = tasks.task_for(dataset)
+    examples = task.examples(dataset["train"])
+    if vectors:
+        source = load_vectors(vectors)
+        preset = zoo.resolve("mcan_fm", max_vocabulary=max_vocabulary)
+        preprocessor = training.build_preprocessor(examples, preset, source)
+        embeddings, _ = text.load_embeddings(source, preprocessor.encoder)
+        description = (f"mcan_fm zoo preset, random weights, vectors {vectors}, max_vocabulary {max_vocabulary} "
+                       f"({preprocessor.vocab_size} ids)")
+    else:
+        preset = zoo.resolve("mcan_fm", max_vocabulary=0)
+        preprocessor = training.build_preprocessor(examples, preset)
+        embeddings = None
+        description = f"mcan_fm paper settings, random weights, TrecQA train-all vocabulary ({preprocessor.vocab_size} ids)"
+    model = zoo.build(preset, vocab_size=preprocessor.vocab_size, embeddings=embeddings)
+    return training.Run(model=model, preprocessor=preprocessor, config={"zoo": "mcan_fm"}), description
 
 
 def main(argv=None):
@@ -92,6 +102,10 @@ def main(argv=None):
     parser.add_argument("--batches", type=int, default=20, help="timed batch-256 calls per path")
     parser.add_argument("--candidates", type=int, default=30)
     parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--vectors", default=None,
+                        help="without --run-dir: the zoo preset with these frozen vectors (e.g. glove-6b-50d)")
+    parser.add_argument("--max-vocabulary", type=int, default=None,
+                        help="with --vectors: how many of the vector file's words join the vocabulary (default all)")
     args = parser.parse_args(argv)
 
     import numpy as np
@@ -102,7 +116,7 @@ def main(argv=None):
     from keras_match.datasets.catalog import load_by_name
 
     load_average = os.getloadavg()
-    run, description = build_run(args.run_dir, args.data_dir)
+    run, description = build_run(args.run_dir, args.data_dir, args.vectors, args.max_vocabulary)
     out = pathlib.Path(args.out) if args.out else pathlib.Path(tempfile.mkdtemp(prefix="export_latency_"))
     try:
         _log("exporting", description)

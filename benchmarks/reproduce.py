@@ -40,6 +40,8 @@ def main(argv=None):
     parser.add_argument("--holdout-dev", type=float, default=None, metavar="FRACTION",
                         help="choose the model on the last FRACTION of the training questions and score the "
                         "dataset's dev split as test (for benchmarks without a test split)")
+    parser.add_argument("--label", default=None,
+                        help="a name for these settings in the results table (benchmarks/summarize.py)")
     args = parser.parse_args(argv)
 
     from keras_match import cli, tasks, zoo
@@ -58,9 +60,8 @@ def main(argv=None):
     for name in args.names:
         runs = []
         for seed in args.seeds:
-            loss = f"-{overrides['loss']}" if overrides.get("loss") else ""
-            run_dir = (pathlib.Path(args.out)
-                       / f"{name}-{args.dataset}-{args.train_split or 'default'}{tag}{loss}-s{seed}")
+            run_dir = pathlib.Path(args.out) / (f"{name}-{args.dataset}-{args.train_split or 'default'}{tag}"
+                                                f"{_settings_tag(overrides, args.epochs)}-s{seed}")
             metrics_file = run_dir / "metrics.json"
             if metrics_file.exists():  # finished earlier: reuse rather than retrain
                 report = json.loads(metrics_file.read_text())
@@ -98,12 +99,24 @@ def main(argv=None):
             "holdout_dev": args.holdout_dev,
             "counts": {k: v.counts() for k, v in dataset.splits.items()},
             "overrides": overrides,
+            "label": args.label,
             "runs": runs,
             "summary": summary,
             "reported": zoo.describe(name).get("reported"),
         }
     json.dump(results, sys.stdout, indent=2)
     print()
+
+
+def _settings_tag(overrides, epochs=None):
+    """The part of a run folder's name that says its settings: `-bucketing=false,epochs=5,loss=pairwise_hinge`
+    (sorted), so that runs of other settings never reuse each other's folders."""
+    overrides = dict(overrides, **({"epochs": epochs} if epochs is not None else {}))
+    if not overrides:
+        return ""
+    parts = [f"{key}={json.dumps(value, separators=(',', ':'))}".replace('"', "") for key, value in
+             sorted(overrides.items())]
+    return "-" + ",".join(part.replace("/", "_").replace(" ", "") for part in parts)
 
 
 def holdout_dev(dataset, fraction):

@@ -1,5 +1,7 @@
-"""A markdown table of `benchmarks/reproduce.py` results: one row per (model, dataset, training split, loss),
-the mean and standard deviation over the seeds found, from the JSON files reproduce.py printed.
+"""A markdown table of `benchmarks/reproduce.py` results: one row per (model, dataset, training split, loss,
+variant), the mean and standard deviation over the seeds found, from the JSON files reproduce.py printed. The
+variant is reproduce.py's `--label`, else the `--set` overrides other than `loss` and `bucketing` (plain batches
+show as "(plain)" beside the loss).
 
     python benchmarks/summarize.py runs/issue8/*.json > table.md
     python benchmarks/summarize.py runs/*.json --figures map mrr --split test dev
@@ -31,9 +33,16 @@ def _rows(paths):
             for run in result["runs"]:
                 key = (name, result["dataset"], result.get("train_split") or "default",
                        run.get("loss_mode", "pointwise"),
-                       "plain" if overrides.get("bucketing") is False else "")
+                       "plain" if overrides.get("bucketing") is False else "", _variant(result))
                 grouped[key].append(run)
     return grouped, skipped
+
+
+def _variant(result):
+    if result.get("label"):
+        return result["label"]
+    overrides = result.get("overrides") or {}
+    return ", ".join(f"{k}={json.dumps(v)}" for k, v in sorted(overrides.items()) if k not in ("loss", "bucketing"))
 
 
 def _cell(values, digits=3):
@@ -54,14 +63,16 @@ def table(paths, figures=None, splits=("test",)):
         sample = next(iter(grouped.values()))[0]
         figures = [k for k in ("map", "mrr", "p@1", "accuracy", "macro_f1") if k in (sample.get("test") or
                                                                                       sample["dev"])]
-    header = ["model", "dataset", "train", "loss", "seeds"]
+    with_variants = any(key[-1] for key in grouped)
+    header = ["model", "dataset", "train", "loss"] + (["variant"] if with_variants else []) + ["seeds"]
     header += [f"{split} {figure.upper() if figure != 'accuracy' else figure}" for split in splits
                for figure in figures]
     header += ["epochs", "train pairs/s", "wall s"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for (name, dataset, train, loss, plain), runs in sorted(grouped.items()):
-        cells = [name, dataset, train, loss + (" (plain)" if plain else ""),
-                 ", ".join(str(r["seed"]) for r in runs)]
+    for (name, dataset, train, loss, plain, variant), runs in sorted(grouped.items()):
+        cells = [name, dataset, train, loss + (" (plain)" if plain else "")]
+        cells += [variant] if with_variants else []
+        cells += [", ".join(str(r["seed"]) for r in runs)]
         for split in splits:
             for figure in figures:
                 cells.append(_cell([r[split][figure] for r in runs if r.get(split) and figure in r[split]]))

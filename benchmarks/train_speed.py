@@ -1,7 +1,8 @@
 """Training and scoring speed of the zoo on real TrecQA TRAIN-ALL pairs, with and without length bucketing.
 
-For each zoo entry (its preset as `keras-match train` builds it: TRAIN-ALL vocabulary, frozen GloVe 6B 50d,
-the preset's batch size and loss mode), in a process of its own so that its peak memory is its own:
+For each zoo entry (its preset as `keras-match train` builds it: the TRAIN-ALL words followed by the default
+vectors' words, those frozen vectors, the preset's batch size and loss mode), in a process of its own so that
+its peak memory is its own:
 
 - training pairs per second with length-bucketed batches and with plain shuffled batches, measured in
   alternating rounds of `--steps` training steps each (the same model, optimizer and process; a machine whose
@@ -38,7 +39,7 @@ def measure(name, data_dir, rounds, steps, warmup, seed, loss=None):
 
     from keras_match import heads, losses, pipeline, tasks, text, training, zoo
     from keras_match.datasets.catalog import load_by_name
-    from keras_match.preprocessing import PairPreprocessor
+    from keras_match.vectors import load_vectors
 
     keras.utils.set_random_seed(seed)
     dataset = load_by_name("trecqa-clean", data_dir=data_dir)
@@ -46,16 +47,9 @@ def measure(name, data_dir, rounds, steps, warmup, seed, loss=None):
     preset, mode = training._resolve_preset(name, task, None, None, {"loss": loss} if loss else {})
     settings = preset["training"]
     examples = task.examples(dataset["train"])
-    documents = training._training_documents(examples)
-    overlap = None
-    if preset.get("overlap_features"):
-        from keras_match.features import OverlapFeatures
-
-        overlap = OverlapFeatures.build(documents)
-    preprocessor = PairPreprocessor(text.TextEncoder.build(documents), settings["max_question_length"],
-                                    settings["max_answer_length"], overlap_features=bool(overlap),
-                                    document_frequencies=overlap)
-    embeddings, _ = text.load_embeddings(training.default_embeddings_path(data_dir), preprocessor.encoder, seed=seed)
+    vectors = load_vectors(training.default_embeddings_path(data_dir))
+    preprocessor = training.build_preprocessor(examples, preset, vectors)
+    embeddings, _ = text.load_embeddings(vectors, preprocessor.encoder, seed=seed)
     model = zoo.build(preset, vocab_size=preprocessor.vocab_size, embeddings=embeddings,
                       num_features=preprocessor.num_features)
     fit_model = training._compile_for_mode(model, preset, mode)

@@ -140,7 +140,9 @@ def build_parser():
                    help="TrecQA training set (default train-all)")
     p.add_argument("--data-dir", default=None, help="benchmark data folder (default $KERAS_MATCH_DATA)")
     p.add_argument("--embeddings", default="default",
-                   help="GloVe-format vectors file; 'default' = the data folder's GloVe 6B 50d; 'none'")
+                   help="pretrained vectors: a GloVe text file, a folder (.npy + parquet index), 'glove-6b-50d' "
+                   "(the glove extra), 'none', or 'default' ($KERAS_MATCH_EMBEDDINGS, else glove-6b-50d when "
+                   "installed, else the data folder's filtered GloVe 6B 50d)")
     p.add_argument("--run-dir", default=None, help="where the run is written (default runs/NAME-DATASET)")
     p.add_argument("--epochs", type=int, default=None)
     p.add_argument("--batch-size", type=int, default=None)

@@ -152,7 +152,7 @@ def _check_inputs(run: Run):
             )
         raise ValueError(
             f"model {model.name!r} takes a 'features' input of width {width}; its preprocessor makes the "
-            f"{preprocessor.num_features} word-overlap features of keras_match.features"
+            f"{preprocessor.num_features} pair features {preprocessor.feature_names} of keras_match.features"
         )
     raise ValueError(f"model {model.name!r} takes inputs {names}; its preprocessor makes {made} from text")
 
@@ -308,14 +308,17 @@ def _metadata(run: Run):
                     signatures.signature_outputs(head, len(label_names) if label_names else None).items()},
     }
     if num_features:
-        from keras_match.features import FEATURE_NAMES
+        from keras_match.features import BM25_B, BM25_K1
 
-        metadata["overlap_features"] = {
-            "names": list(FEATURE_NAMES),
+        metadata["overlap_features"] = {  # the pair features (the name predates BM25)
+            "names": preprocessor.feature_names,
             "document_frequencies_file": os.path.basename(preprocessor.overlap.path),
             "num_documents": int(preprocessor.overlap.num_documents),
             "lowercase": bool(preprocessor.overlap.lowercase),
         }
+        if preprocessor.bm25_feature:
+            metadata["overlap_features"]["bm25"] = {"k1": BM25_K1, "b": BM25_B,
+                                                    "average_length": preprocessor.overlap.average_length}
     return metadata
 
 

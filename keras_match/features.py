@@ -71,24 +71,37 @@ STOP_WORDS = (
 
 _PUNCTUATION_TOKEN = r"[\p{P}\p{S}]+"
 _DOCUMENTS_KEY = "[documents]"  # header line of the file: never a token ("[" is always a token of its own)
+_TOKENS_KEY = "[tokens]"  # second line (files since the BM25 feature): the documents' total token count
+
+BM25_K1, BM25_B = 1.5, 0.75
+"""BM25's term-frequency saturation and length normalisation (the usual defaults, as `bm25s` and Lucene)."""
 
 
-def _write_frequencies(document_frequencies, num_documents, path):
+def _write_frequencies(document_frequencies, num_documents, path, num_tokens=None):
     ranked = sorted(document_frequencies.items(), key=lambda item: (-item[1], item[0]))
     with open(path, "w", encoding="utf-8", newline="\n") as f:
         f.write(f"{_DOCUMENTS_KEY}\t{int(num_documents)}\n")
+        if num_tokens is not None:
+            f.write(f"{_TOKENS_KEY}\t{int(num_tokens)}\n")
         for word, count in ranked:
             f.write(f"{word}\t{int(count)}\n")
 
 
-def _read_num_documents(path):
+def _read_header(path):
+    """`(N, total tokens or None)` from the first lines of a frequency file."""
     with open(path, "r", encoding="utf-8", newline="\n") as f:
         header = f.readline().rstrip("\n").split("\t")
+        second = f.readline().rstrip("\n").split("\t")
     if len(header) != 2 or header[0] != _DOCUMENTS_KEY or not header[1].isdigit() or int(header[1]) < 1:
         raise ValueError(
             f"{path}, line 1: expected the header '{_DOCUMENTS_KEY}<TAB><number of documents>', got {header!r}"
         )
-    return int(header[1])
+    num_tokens = None
+    if second[0] == _TOKENS_KEY:
+        if len(second) != 2 or not second[1].isdigit():
+            raise ValueError(f"{path}, line 2: expected '{_TOKENS_KEY}<TAB><number of tokens>', got {second!r}")
+        num_tokens = int(second[1])
+    return int(header[1]), num_tokens
 
 
 class OverlapFeatures(tf.Module):
@@ -96,8 +109,9 @@ class OverlapFeatures(tf.Module):
 
     See the module docstring for the definitions, the IDF and the stop words.
 
-    The document frequencies live in a file (UTF-8; first line ``[documents]<TAB>N``, then one
-    ``word<TAB>df`` line per word), read by a ``tf.lookup.StaticHashTable``, like
+    The document frequencies live in a file (UTF-8; first line ``[documents]<TAB>N``, then
+    ``[tokens]<TAB>T``, the documents' total token count, which gives BM25 its average length ``T / N``; then one
+    ``word<TAB>df`` line per word; files written before the BM25 feature lack the ``[tokens]`` line), read by a ``tf.lookup.StaticHashTable``, like
     :class:`keras_match.text.TextEncoder`'s vocabulary: an exported function that calls this object copies the
     file into the SavedModel's ``assets/``. :meth:`build` writes the file to a private temporary directory that is
     removed when the object and its table are garbage-collected; :meth:`from_file` reads a file in place.
@@ -108,6 +122,7 @@ class OverlapFeatures(tf.Module):
 
     Attributes:
         num_documents: int, N.
+        num_tokens: int, the documents' total token count (None in files older than the BM25 feature).
         path: the file the table reads.
         idf_table: the ``word -> df`` ``StaticHashTable`` (-1 for unseen words); ``stop_table``: the stop words.
 
@@ -125,7 +140,7 @@ class OverlapFeatures(tf.Module):
     def __init__(self, path, lowercase: bool = True):
         super().__init__(name="overlap_features")
         self.path = os.path.abspath(os.fspath(path))
-        self.num_documents = _read_num_documents(self.path)
+        self.num_documents, self.num_tokens = _read_header(self.path)
         self.lowercase = bool(lowercase)
         self.idf_table = tf.lookup.StaticHashTable(
             tf.lookup.TextFileInitializer(
@@ -173,13 +188,15 @@ class OverlapFeatures(tf.Module):
         if not texts:
             raise ValueError("texts is empty: document frequencies need at least one document")
         frequencies: collections.Counter = collections.Counter()
+        num_tokens = 0
         for start in range(0, len(texts), max(1, int(batch_size))):
             for row in tokenize(texts[start : start + batch_size], lowercase=lowercase).to_list():
                 frequencies.update(set(row))
+                num_tokens += len(row)
         frequencies = {word.decode("utf-8"): count for word, count in frequencies.items()}
         directory = tempfile.mkdtemp(prefix="keras_match_idf_")
         path = os.path.join(directory, "document_frequencies.tsv")
-        _write_frequencies(frequencies, len(texts), path)
+        _write_frequencies(frequencies, len(texts), path, num_tokens=num_tokens)
         features = cls(path, lowercase=lowercase)
         # The file must outlive the table (it is copied when the table is exported): remove it with the table.
         weakref.finalize(features.idf_table, shutil.rmtree, directory, ignore_errors=True)
@@ -236,34 +253,24 @@ class OverlapFeatures(tf.Module):
             InvalidArgumentError: the batches differ in size. TypeError / ValueError: see
                 :func:`keras_match.text.tokenize`.
         """
+        return self.from_tokens(*self.tokens(questions, answers, max_question_length, max_answer_length))
+
+    def tokens(self, questions, answers, max_question_length=None, max_answer_length=None):
+        """The tokens the features read: ``(question_tokens, answer_tokens)``, ``tf.RaggedTensor`` of
+        ``tf.string`` ``[batch, (n)]``, each text cut to its maximum length (None: whole)."""
         question_tokens = tokenize(questions, lowercase=self.lowercase)
         answer_tokens = tokenize(answers, lowercase=self.lowercase)
         if max_question_length is not None:
             question_tokens = question_tokens[:, : int(max_question_length)]
         if max_answer_length is not None:
             answer_tokens = answer_tokens[:, : int(max_answer_length)]
-        return self.from_tokens(question_tokens, answer_tokens)
+        return question_tokens, answer_tokens
 
     def from_tokens(self, question_tokens: tf.RaggedTensor, answer_tokens: tf.RaggedTensor) -> tf.Tensor:
         """The features of already tokenized texts (``tf.RaggedTensor`` of ``tf.string``, ``[batch, (n)]``)."""
-        tf.debugging.assert_equal(
-            question_tokens.nrows(), answer_tokens.nrows(), message="questions and answers differ in batch size"
-        )
-        q = question_tokens.to_tensor(default_value="")
-        a = answer_tokens.to_tensor(default_value="")
-        q_real = tf.sequence_mask(question_tokens.row_lengths(), tf.shape(q, out_type=tf.int64)[1])
-        a_real = tf.sequence_mask(answer_tokens.row_lengths(), tf.shape(a, out_type=tf.int64)[1])
+        q, a, q_real, a_real = _dense_pair(question_tokens, answer_tokens)
 
-        def first_occurrence(tokens, real):
-            """True at the first occurrence of each distinct real token: the text's token *set*."""
-            n = tf.shape(tokens)[1]
-            earlier = tf.range(n)[None, :] < tf.range(n)[:, None]  # [i, j]: j < i
-            repeated = tf.reduce_any(
-                tf.logical_and(tf.equal(tokens[:, :, None], tokens[:, None, :]), earlier[None]), axis=2
-            )
-            return tf.logical_and(real, tf.logical_not(repeated))
-
-        q_set, a_set = first_occurrence(q, q_real), first_occurrence(a, a_real)
+        q_set, a_set = _first_occurrence(q, q_real), _first_occurrence(a, a_real)
         in_answer = tf.reduce_any(
             tf.logical_and(tf.equal(q[:, :, None], a[:, None, :]), a_real[:, None, :]), axis=2
         )
@@ -283,5 +290,72 @@ class OverlapFeatures(tf.Module):
         everything = tf.ones_like(q_real), tf.ones_like(a_real)
         return tf.stack(pair_features(*everything) + pair_features(q_content, a_content), axis=1)
 
+    # ---- BM25 ------------------------------------------------------------------------------------------------
+
+    @property
+    def average_length(self):
+        """The documents' average length in tokens, ``T / N`` (None for an old file without ``T``)."""
+        return None if self.num_tokens is None else self.num_tokens / self.num_documents
+
+    def bm25_idf(self, tokens) -> tf.Tensor:
+        """BM25's ``log(1 + (N - df + 0.5) / (df + 0.5))`` of string tokens (unseen words: ``df = 0``). float32."""
+        df = tf.cast(tf.maximum(self.idf_table.lookup(tf.convert_to_tensor(tokens, tf.string)), 0), tf.float64)
+        n = float(self.num_documents)
+        return tf.cast(tf.math.log(1.0 + (n - df + 0.5) / (df + 0.5)), tf.float32)
+
+    def bm25(self, questions, answers, max_question_length=None, max_answer_length=None) -> tf.Tensor:
+        """The BM25 score of each answer for its question, with N, df and the average length of the training
+        documents: ``sum over the distinct question words t of idf(t) tf / (tf + k1 (1 - b + b |A| / avgdl))``,
+        ``tf`` the count of ``t`` in the answer, ``|A|`` the answer's length in tokens, ``k1 = 1.5``,
+        ``b = 0.75`` (Robertson et al. 1994; the Lucene form of the IDF and no ``(k1 + 1)`` factor, as
+        Lucene 8+ and the ``bm25s`` library compute it).
+
+        Args:
+            questions, answers: as :meth:`__call__` (the same truncation applies).
+
+        Returns:
+            float32 ``[batch]``, >= 0.
+
+        Raises:
+            ValueError: the frequency file predates the BM25 feature (no total token count): rebuild it.
+        """
+        return self.bm25_from_tokens(*self.tokens(questions, answers, max_question_length, max_answer_length))
+
+    def bm25_from_tokens(self, question_tokens: tf.RaggedTensor, answer_tokens: tf.RaggedTensor) -> tf.Tensor:
+        """:meth:`bm25` of already tokenized texts (``tf.RaggedTensor`` of ``tf.string``, ``[batch, (n)]``)."""
+        if self.num_tokens is None:
+            raise ValueError(f"{self.path} has no '{_TOKENS_KEY}' line (written before the BM25 feature): BM25 "
+                             "needs the training documents' average length; retrain the run")
+        q, a, q_real, a_real = _dense_pair(question_tokens, answer_tokens)
+        q_set = _first_occurrence(q, q_real)
+        matches = tf.logical_and(tf.equal(q[:, :, None], a[:, None, :]), a_real[:, None, :])
+        tf_counts = tf.reduce_sum(tf.cast(matches, tf.float32), axis=2)  # [batch, len_q]
+        length = tf.cast(answer_tokens.row_lengths(), tf.float32)[:, None]
+        norm = BM25_K1 * (1.0 - BM25_B + BM25_B * length / float(self.average_length))
+        per_word = self.bm25_idf(q) * tf_counts / (tf_counts + norm)
+        return tf.reduce_sum(tf.where(q_set, per_word, tf.zeros_like(per_word)), axis=1)
+
     def __repr__(self) -> str:
         return f"OverlapFeatures(num_documents={self.num_documents}, path={self.path!r})"
+
+
+def _dense_pair(question_tokens, answer_tokens):
+    """Padded token matrices of a batch of pairs and their real-token masks: `(q, a, q_real, a_real)`."""
+    tf.debugging.assert_equal(
+        question_tokens.nrows(), answer_tokens.nrows(), message="questions and answers differ in batch size"
+    )
+    q = question_tokens.to_tensor(default_value="")
+    a = answer_tokens.to_tensor(default_value="")
+    q_real = tf.sequence_mask(question_tokens.row_lengths(), tf.shape(q, out_type=tf.int64)[1])
+    a_real = tf.sequence_mask(answer_tokens.row_lengths(), tf.shape(a, out_type=tf.int64)[1])
+    return q, a, q_real, a_real
+
+
+def _first_occurrence(tokens, real):
+    """True at the first occurrence of each distinct real token: the text's token *set*."""
+    n = tf.shape(tokens)[1]
+    earlier = tf.range(n)[None, :] < tf.range(n)[:, None]  # [i, j]: j < i
+    repeated = tf.reduce_any(
+        tf.logical_and(tf.equal(tokens[:, :, None], tokens[:, None, :]), earlier[None]), axis=2
+    )
+    return tf.logical_and(real, tf.logical_not(repeated))

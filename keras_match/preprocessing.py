@@ -64,7 +64,8 @@ class PairPreprocessor(keras.layers.Layer):
     Inputs are tokenized with the GloVe-style tokenizer of `keras_match.text`, looked up in the vocabulary
     (0 = padding, 1 = out of vocabulary) and truncated / padded to the maximum lengths. With
     `overlap_features=True` it also computes the four word-overlap features of the truncated texts (the tokens
-    the model sees), from the training texts' document frequencies.
+    the model sees), and with `bm25_feature=True` the answer's BM25 score for the question, both from the
+    training texts' document frequencies (and, for BM25, their average length).
 
     Call args:
         x: dict `{"question": texts, "answer": texts}`, each a `tf.string` tensor `[batch]` (symbolic or eager),
@@ -77,8 +78,9 @@ class PairPreprocessor(keras.layers.Layer):
         `keras.utils.pack_x_y_sample_weight(inputs, y, sample_weight)`: `inputs` alone without `y`, else
         `(inputs, y)` or `(inputs, y, sample_weight)`; `inputs` is
         `{"question": int32 [batch, max_question_length], "answer": int32 [batch, max_answer_length]}` plus
-        `"features"`: float32 `[batch, 4]` with `overlap_features`. Empty texts give all-padding rows (and
-        zero features); texts longer than the maximum keep their first tokens.
+        `"features"`: float32 `[batch, num_features]`, the four overlap features then BM25, each when asked
+        (`[batch, 4]`, `[batch, 1]` or `[batch, 5]`). Empty texts give all-padding rows (and zero features);
+        texts longer than the maximum keep their first tokens.
 
     Args:
         vocabulary: a `keras_match.text.TextEncoder`, a list of words, a vocabulary file path, or None (then
@@ -87,7 +89,8 @@ class PairPreprocessor(keras.layers.Layer):
         max_answer_length: int >= 1, tokens kept of each answer.
         lowercase: lower-case texts before tokenizing (GloVe 6B is lower-case).
         overlap_features: compute the four word-overlap features (`keras_match.features`).
-        document_frequencies: with `overlap_features`, a `keras_match.features.OverlapFeatures` or the path of
+        bm25_feature: compute the BM25 score of the answer for the question (`OverlapFeatures.bm25`).
+        document_frequencies: with either feature, a `keras_match.features.OverlapFeatures` or the path of
             its frequency file (None: `load_assets` provides it).
 
     Raises:
@@ -115,6 +118,7 @@ class PairPreprocessor(keras.layers.Layer):
         lowercase=True,
         overlap_features=False,
         document_frequencies=None,
+        bm25_feature=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -129,6 +133,7 @@ class PairPreprocessor(keras.layers.Layer):
         self.max_answer_length = int(max_answer_length)
         self.lowercase = bool(lowercase)
         self.overlap_features = bool(overlap_features)
+        self.bm25_feature = bool(bm25_feature)
         self.encoder = None
         self.overlap = None
         if vocabulary is not None:
@@ -169,11 +174,16 @@ class PairPreprocessor(keras.layers.Layer):
         return self.encoder.vocab_size
 
     @property
-    def num_features(self) -> int:
-        """Width of the `features` input it makes: 4 with `overlap_features`, else 0."""
+    def feature_names(self) -> list:
+        """The columns of the `features` input it makes: the overlap features, then `"bm25"`, each if asked."""
         from keras_match.features import FEATURE_NAMES
 
-        return len(FEATURE_NAMES) if self.overlap_features else 0
+        return (list(FEATURE_NAMES) if self.overlap_features else []) + (["bm25"] if self.bm25_feature else [])
+
+    @property
+    def num_features(self) -> int:
+        """Width of the `features` input it makes (0: none)."""
+        return len(self.feature_names)
 
     def lookup_tables(self):
         """The lookup tables the graph reads (an export must track them)."""
@@ -186,9 +196,9 @@ class PairPreprocessor(keras.layers.Layer):
     def _check_ready(self):
         if self.encoder is None:
             raise ValueError("PairPreprocessor has no vocabulary: pass vocabulary= or call load_assets()")
-        if self.overlap_features and self.overlap is None:
-            raise ValueError("PairPreprocessor(overlap_features=True) has no document frequencies: pass "
-                             "document_frequencies= or call load_assets()")
+        if self.num_features and self.overlap is None:
+            raise ValueError(f"PairPreprocessor with the features {self.feature_names} has no document "
+                             "frequencies: pass document_frequencies= or call load_assets()")
 
     # ---- signatures -------------------------------------------------------------------------------------------
 
@@ -219,8 +229,15 @@ class PairPreprocessor(keras.layers.Layer):
             "question": self.encoder.encode(questions, self.max_question_length),
             "answer": self.encoder.encode(answers, self.max_answer_length),
         }
+        features = []
+        if self.num_features:  # the tokens the model sees, tokenized once for every feature
+            tokens = self.overlap.tokens(questions, answers, self.max_question_length, self.max_answer_length)
         if self.overlap_features:
-            inputs["features"] = self.overlap(questions, answers, self.max_question_length, self.max_answer_length)
+            features.append(self.overlap.from_tokens(*tokens))
+        if self.bm25_feature:
+            features.append(self.overlap.bm25_from_tokens(*tokens)[:, None])
+        if features:
+            inputs["features"] = tf.concat(features, axis=1) if len(features) > 1 else features[0]
         return keras.utils.pack_x_y_sample_weight(inputs, y, sample_weight)
 
     # ---- saving -----------------------------------------------------------------------------------------------
@@ -232,18 +249,19 @@ class PairPreprocessor(keras.layers.Layer):
             max_answer_length=self.max_answer_length,
             lowercase=self.lowercase,
             overlap_features=self.overlap_features,
+            bm25_feature=self.bm25_feature,
             vocabulary=None,  # an asset (save_assets), as keras-hub's tokenizers do
             document_frequencies=None,
         )
         return config
 
     def save_assets(self, dir_path):
-        """Writes `vocabulary.txt` (and `document_frequencies.tsv` with overlap features) into `dir_path`."""
+        """Writes `vocabulary.txt` (and `document_frequencies.tsv` with features) into `dir_path`."""
         self._check_ready()
         directory = pathlib.Path(dir_path)
         self.encoder.save_vocabulary(_staged(directory / VOCABULARY_FILE))
         os.replace(_staged(directory / VOCABULARY_FILE), directory / VOCABULARY_FILE)
-        if self.overlap_features:
+        if self.num_features:
             self.overlap.save(_staged(directory / FREQUENCIES_FILE))
             os.replace(_staged(directory / FREQUENCIES_FILE), directory / FREQUENCIES_FILE)
 
@@ -255,7 +273,7 @@ class PairPreprocessor(keras.layers.Layer):
             ValueError: a file is malformed (the message names file and line).
         """
         directory = pathlib.Path(dir_path)
-        needed = [VOCABULARY_FILE] + ([FREQUENCIES_FILE] if self.overlap_features else [])
+        needed = [VOCABULARY_FILE] + ([FREQUENCIES_FILE] if self.num_features else [])
         for name in needed:
             if not (directory / name).is_file():
                 raise FileNotFoundError(f"{directory / name} not found: the preprocessor's "
@@ -269,7 +287,7 @@ class PairPreprocessor(keras.layers.Layer):
         self.set_vocabulary(os.path.join(copies[VOCABULARY_FILE], VOCABULARY_FILE))
         # each copy must outlive the table that reads it (an export copies the file): removed with that table
         weakref.finalize(self.encoder.table, shutil.rmtree, copies[VOCABULARY_FILE], ignore_errors=True)
-        if self.overlap_features:
+        if self.num_features:
             self.set_document_frequencies(os.path.join(copies[FREQUENCIES_FILE], FREQUENCIES_FILE))
             weakref.finalize(self.overlap.idf_table, shutil.rmtree, copies[FREQUENCIES_FILE], ignore_errors=True)
 

@@ -66,7 +66,7 @@ def _json_default(obj):
 
 
 RESUME_KEYS = ("zoo", "preset", "dataset", "train_split", "seed", "max_train_questions", "embeddings",
-               "overlap_features", "loss_mode")
+               "overlap_features", "bm25_feature", "loss_mode")
 """The settings a resumed run must share with the interrupted one."""
 
 

@@ -31,12 +31,13 @@ import time
 import keras
 import numpy as np
 
-from keras_match import datasets, heads, losses, pipeline, runs, tasks, text, zoo
+from keras_match import heads, losses, pipeline, runs, tasks, text, zoo
+from keras_match import vectors as vectors_lib
 from keras_match.callbacks import DevEvaluationCallback
 from keras_match.datasets.catalog import load_by_name
 from keras_match.preprocessing import PairPreprocessor
 
-__all__ = ["train", "default_embeddings_path", "load_run", "Run"]
+__all__ = ["train", "build_preprocessor", "default_embeddings_path", "load_run", "Run"]
 
 # re-exported: a run is what train writes
 Run = runs.Run
@@ -44,10 +45,9 @@ load_run = runs.load_run
 
 
 def default_embeddings_path(data_dir=None):
-    """The GloVe 6B 50d file of the data directory (`glove/glove.6B.50d.filtered.txt.gz`), if present."""
-    root = datasets.resolve_data_dir(data_dir)
-    path = pathlib.Path(root) / "glove" / "glove.6B.50d.filtered.txt.gz"
-    return path if path.exists() else None
+    """The vectors a run uses when none are given (`keras_match.vectors.default_vectors`): `$KERAS_MATCH_EMBEDDINGS`,
+    then the full GloVe 6B 50d of the `glove` extra (`"glove-6b-50d"`), then the data folder's filtered GloVe file."""
+    return vectors_lib.default_vectors(data_dir)
 
 
 def describe_split(name, split):
@@ -85,37 +85,78 @@ def _training_documents(examples):
     return np.concatenate([np.unique(examples.texts["question"]), examples.texts["answer"]])
 
 
-def _make_preprocessor(files, resuming, examples, preset):
-    if resuming and files.preprocessor.exists():
-        return PairPreprocessor.load(files.root)
+def _vector_words(preset, vectors):
+    """The words of the vector file that join the vocabulary: all, or the file's first `max_vocabulary`, for a
+    model with frozen pretrained embeddings; none when the embeddings are trained (their rows would stay random
+    for words training never sees) or there are no vectors."""
+    if vectors is None or preset["model"].get("trainable_embeddings"):
+        return None
+    cap = preset["training"].get("max_vocabulary")
+    if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 0):
+        raise ValueError(f"max_vocabulary must be null or an integer >= 0, got {cap!r}")
+    return vectors.words if cap is None else vectors.words[:cap]
+
+
+def build_preprocessor(examples, preset, vectors=None):
+    """The `PairPreprocessor` of a run: the vocabulary of the training texts (followed by the vector file's words
+    for frozen pretrained embeddings, `_vector_words`), the preset's truncation lengths and, if the preset asks,
+    the word-overlap features and BM25 with IDF (and average length) from the training texts only.
+
+    Args:
+        examples: the training examples (`keras_match.tasks`).
+        preset: a resolved zoo preset.
+        vectors: `keras_match.vectors.WordVectors` or None.
+    """
     documents = _training_documents(examples)
-    overlap = None
-    if preset.get("overlap_features"):
+    frequencies = None
+    if zoo.num_features_of(preset):
         from keras_match.features import OverlapFeatures
 
-        overlap = OverlapFeatures.build(documents)  # IDF from the training texts only
+        frequencies = OverlapFeatures.build(documents)  # df, N and average length of the training texts only
     settings = preset["training"]
-    preprocessor = PairPreprocessor(
-        text.TextEncoder.build(documents),
+    return PairPreprocessor(
+        text.TextEncoder.build(documents, extra_words=_vector_words(preset, vectors)),
         max_question_length=settings["max_question_length"],
         max_answer_length=settings["max_answer_length"],
         overlap_features=bool(preset.get("overlap_features")),
-        document_frequencies=overlap,
+        bm25_feature=bool(preset.get("bm25_feature")),
+        document_frequencies=frequencies,
     )
+
+
+def _make_preprocessor(files, resuming, examples, preset, vectors):
+    if resuming and files.preprocessor.exists():
+        return PairPreprocessor.load(files.root)
+    preprocessor = build_preprocessor(examples, preset, vectors)
     preprocessor.save(files.root)
-    return PairPreprocessor.load(files.root)
+    saved = PairPreprocessor.load(files.root)  # the run uses what it wrote; the counts are for the report
+    saved.encoder.token_counts = preprocessor.encoder.token_counts
+    saved.encoder.num_training_words = preprocessor.encoder.num_training_words
+    return saved
 
 
-def _build_model(preset, preprocessor, embeddings_path, seed):
+def _build_model(preset, preprocessor, vectors, seed):
     embeddings, coverage = None, None
-    if embeddings_path:
-        embeddings, coverage = text.load_embeddings(embeddings_path, preprocessor.encoder, seed=seed)
+    if vectors is not None:
+        embeddings, coverage = text.load_embeddings(vectors, preprocessor.encoder, seed=seed)
     if embeddings is None:  # without pretrained vectors, random embeddings are trained
         preset = copy.deepcopy(preset)
         preset["model"]["trainable_embeddings"] = True
     model = zoo.build(preset, vocab_size=preprocessor.vocab_size, embeddings=embeddings,
                       num_features=preprocessor.num_features)
     return model, coverage
+
+
+def _describe_vocabulary(preprocessor, coverage):
+    line = f"vocabulary {preprocessor.vocab_size:,}"
+    if coverage and coverage.get("training_words") is not None:
+        extra = coverage["vocabulary"] - coverage["training_words"]
+        line += (f" ({coverage['training_words']:,} training words"
+                 + (f" + {extra:,} from the vectors" if extra else "") + ")")
+    if coverage:
+        share = coverage.get("token_coverage") or coverage["coverage"]
+        line += f", training tokens with a pretrained vector {share:.3f}"
+    return line
 
 
 def _compile_for_mode(model, preset, mode):
@@ -160,8 +201,10 @@ def train(
             dataset (SICK, MSRP) gives the model a classification head with one unit per label.
         data_dir: the benchmark data folder (default: `$KERAS_MATCH_DATA`, then the user cache).
         train_split: TrecQA's training set, `"train-all"` (default) or `"train"`.
-        embeddings_path: GloVe-format vectors; `"default"` uses the data folder's GloVe 6B 50d file when
-            present; `None` trains with randomly initialised (and then trainable) embeddings.
+        embeddings_path: pretrained vectors (`keras_match.vectors.load_vectors`: a GloVe text file, a vector
+            folder, or `"glove-6b-50d"`); `"default"`: `default_embeddings_path(data_dir)`; `None` trains with
+            randomly initialised (and then trainable) embeddings. With frozen vectors the vocabulary is the
+            training words followed by the file's words (`max_vocabulary=N` keeps the file's first N).
         run_dir: where the run is written; default `runs/<name>-<dataset>`.
         epochs, batch_size: override the preset's values.
         max_train_questions: train on the first N training questions (pairs, for classification) only.
@@ -195,6 +238,7 @@ def train(
     settings = preset["training"]
     if embeddings_path == "default":
         embeddings_path = default_embeddings_path(data_dir)
+    vectors = vectors_lib.load_vectors(embeddings_path) if embeddings_path else None
     spec = data if isinstance(data, str) else dataset.name
     files = runs.RunFiles(pathlib.Path(run_dir or f"runs/{name}-{pathlib.Path(str(spec)).name}"))
     config = {
@@ -209,10 +253,12 @@ def train(
         "seed": seed,
         "max_train_questions": max_train_questions,
         "embeddings": str(embeddings_path) if embeddings_path else None,
+        "embeddings_sha256": vectors.sha256 if vectors is not None else None,
         "max_question_length": settings["max_question_length"],
         "max_answer_length": settings["max_answer_length"],
         "lowercase": True,
         "overlap_features": bool(preset.get("overlap_features")),
+        "bm25_feature": bool(preset.get("bm25_feature")),
     }
 
     # 3. the run directory
@@ -226,9 +272,9 @@ def train(
     dev_examples = task.examples(dataset["dev"])
 
     # 4. the preprocessor, the model
-    preprocessor = _make_preprocessor(files, resuming, train_examples, preset)
+    preprocessor = _make_preprocessor(files, resuming, train_examples, preset, vectors)
     runs.write_json(files.config, config)
-    model, coverage = _build_model(preset, preprocessor, embeddings_path, seed)
+    model, coverage = _build_model(preset, preprocessor, vectors, seed)
     fit_model = _compile_for_mode(model, preset, mode)
 
     # 5. the inputs
@@ -249,8 +295,7 @@ def train(
     print(
         f"training {name} on {spec} ({task.kind}, {mode} batches"
         f"{', length-bucketed' if settings.get('bucketing', True) else ''}): {describe_split('train', train_data)}, "
-        f"vocabulary {preprocessor.vocab_size}"
-        + (f", embeddings coverage {coverage['coverage']:.3f}" if coverage else "")
+        f"{_describe_vocabulary(preprocessor, coverage)}"
         + (" (resuming)" if resuming else ""),
         flush=True,
     )

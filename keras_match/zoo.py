@@ -29,13 +29,19 @@ BUILDERS = {
 }
 
 # Arguments the zoo fills in itself; the rest of a builder's arguments come from the preset or overrides.
-# `num_features` follows the preset's `overlap_features` (the preprocessor makes the features).
+# `num_features` follows the preset's pair features (the preprocessor makes them).
 _DATA_ARGS = ("vocab_size", "embeddings", "num_features")
 
-TRAINING_DEFAULTS = {"loss": "pointwise", "list_size": None, "bucketing": True}
+PAIR_FEATURES = {"overlap_features": 4, "bm25_feature": 1}
+"""The pair-feature switches of a preset (top-level keys, default false) and the width each adds to the model's
+`features` input: the four word-overlap features of Severyn & Moschitti, the answer's BM25 score."""
+
+TRAINING_DEFAULTS = {"loss": "pointwise", "list_size": None, "bucketing": True, "max_vocabulary": None}
 """Training settings every preset has (a preset file may set them): the loss, whose mode chooses the batching
 (`keras_match.losses`: `pointwise`, `pairwise_hinge`, `listwise_softmax`), the listwise sample size (None:
-every candidate of a question), and length bucketing of the training batches (`keras_match.batching`)."""
+every candidate of a question), length bucketing of the training batches (`keras_match.batching`), and how many
+words of the pretrained vector file join the training words in the vocabulary of a model with frozen
+embeddings (None: all of them; 0: training words only; N: the file's N most frequent)."""
 
 
 def _preset_files():
@@ -60,15 +66,17 @@ def describe(name):
     preset = json.loads(files[name].read_text(encoding="utf-8"))
     preset["name"] = name
     preset["training"] = {**TRAINING_DEFAULTS, **preset["training"]}
-    preset.setdefault("overlap_features", False)
+    for key in PAIR_FEATURES:
+        preset.setdefault(key, False)
     return copy.deepcopy(preset)
 
 
 def resolve(name, **overrides):
     """The preset of `name` with `overrides` applied to its `model` or `training` section by key.
 
-    `overlap_features=True/False` switches the four word-overlap pair features on or off (the preprocessor
-    computes them; `build` gives the model a `features` input of their width).
+    `overlap_features=True/False` switches the four word-overlap pair features on or off, `bm25_feature` the
+    answer's BM25 score (the preprocessor computes them; `build` gives the model a `features` input of their
+    width, concatenated before its prediction layers).
 
     Returns:
         dict with keys `name`, `builder`, `model`, `training`, `dataset`, `reported`, `paper`.
@@ -80,11 +88,11 @@ def resolve(name, **overrides):
     model, training = preset["model"], preset["training"]
     unknown = []
     for key, value in overrides.items():
-        if key == "overlap_features":
+        if key in PAIR_FEATURES:
             if value and "num_features" not in _builder_arguments(preset["builder"], data_arguments=True):
                 raise ValueError(f"zoo entry {name!r}: its builder {preset['builder']!r} takes no pair features, "
-                                 "so overlap_features cannot be switched on")
-            preset["overlap_features"] = bool(value)
+                                 f"so {key} cannot be switched on")
+            preset[key] = bool(value)
         elif key in training:
             training[key] = value
         elif key in model or key in _builder_arguments(preset["builder"]):
@@ -93,7 +101,7 @@ def resolve(name, **overrides):
             unknown.append(key)
     if unknown:
         valid = sorted(
-            set(model) | set(training) | set(_builder_arguments(preset["builder"])) | {"overlap_features"}
+            set(model) | set(training) | set(_builder_arguments(preset["builder"])) | set(PAIR_FEATURES)
         )
         raise ValueError(
             f"zoo entry {name!r}: unknown setting(s) {unknown}; valid settings are {valid}"
@@ -117,10 +125,9 @@ def _builder_arguments(builder, data_arguments=False):
 
 
 def num_features_of(preset):
-    """The width of the `features` input a preset's model takes: 4 with `overlap_features`, else 0."""
-    from keras_match.features import FEATURE_NAMES
-
-    return len(FEATURE_NAMES) if preset.get("overlap_features") else 0
+    """The width of the `features` input a preset's model takes: 4 with `overlap_features`, 1 more with
+    `bm25_feature`, else 0."""
+    return sum(width for key, width in PAIR_FEATURES.items() if preset.get(key))
 
 
 def build(preset, vocab_size=None, embeddings=None, num_features=None):

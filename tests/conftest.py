@@ -15,6 +15,11 @@ def _data_dir():
     return REPO.parent / "shared" / "data"
 
 
+# Training tests read the data folder's filtered GloVe 6B 50d file (the benchmarks' 71,124 words) rather than the
+# full 400,000 words of the `glove` extra, for speed; tests/test_vectors.py reads the package itself.
+os.environ.setdefault("KERAS_MATCH_EMBEDDINGS", str(_data_dir() / "glove" / "glove.6B.50d.filtered.txt.gz"))
+
+
 @pytest.fixture(scope="session")
 def data_dir():
     """The real benchmark data (``../shared/data`` or ``$KERAS_MATCH_DATA``); tests skip without it."""
@@ -26,6 +31,16 @@ def data_dir():
 
 # A small MCAN so a real TrecQA run takes seconds; the data, tokenizer, GloVe and code path are the real ones.
 SMALL_MCAN = ["--set", "lstm_units=16", "--set", "highway_units=8", "--set", "fm_factors=4"]
+
+
+def benchmark_module(name):
+    """A script of `benchmarks/` imported as a module (they are scripts, not a package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def train_args(data_dir, run_dir, *extra):

@@ -1,17 +1,12 @@
 """benchmarks/summarize.py: the results table is computed from reproduce.py's JSON files."""
 
-import importlib.util
 import json
-import pathlib
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
+from conftest import benchmark_module
 
 
 def _summarize():
-    spec = importlib.util.spec_from_file_location("summarize", REPO / "benchmarks" / "summarize.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_module("summarize")
 
 
 def _result(seed, test_map, loss_mode="pointwise", overrides=None):
@@ -47,3 +42,37 @@ def test_plain_batches_are_their_own_row(tmp_path):
     text, _ = _summarize().table([str(a), str(b)])
     assert sum("pointwise" in line for line in text.splitlines()) == 2
     assert any("pointwise (plain)" in line and "0.600" in line for line in text.splitlines())
+
+
+def test_settings_are_their_own_rows_named_by_label_or_overrides(tmp_path):
+    rows = [({"pooled_casts": "weighted"}, None, 0.70), ({"pooled_casts": "weighted"}, None, 0.72),
+            ({"clipnorm": 1.0}, "+ clip norm 1", 0.60), ({}, None, 0.50)]
+    paths = []
+    for i, (overrides, label, value) in enumerate(rows):
+        result = _result(i, value, overrides=overrides)
+        result["ctrn"]["label"] = label
+        path = tmp_path / f"r{i}.json"
+        path.write_text(json.dumps(result))
+        paths.append(str(path))
+    lines = _summarize().table(paths)[0].splitlines()
+    assert lines[0].startswith("| model | dataset | train | loss | variant | seeds |")
+    weighted = next(line for line in lines if '| pooled_casts="weighted" |' in line)
+    assert "| 0, 1 |" in weighted and "| 0.710 ± 0.014 |" in weighted
+    assert any("| + clip norm 1 | 2 |" in line and "| 0.600 |" in line for line in lines)
+    assert any("| pointwise |  | 3 |" in line and "| 0.500 |" in line for line in lines)
+
+
+def _reproduce():
+    return benchmark_module("reproduce")
+
+
+def test_run_folders_of_other_settings_never_coincide():
+    tag = _reproduce()._settings_tag
+    assert tag({}) == ""
+    assert tag({"loss": "pairwise_hinge", "bucketing": False}, 5) == "-bucketing=false,epochs=5,loss=pairwise_hinge"
+    assert tag({"bucketing": False, "loss": "pairwise_hinge"}, 5) == tag({"loss": "pairwise_hinge",
+                                                                          "bucketing": False}, 5)
+    names = {tag({"loss": "pointwise"}), tag({"loss": "pointwise", "bucketing": False}),
+             tag({"loss": "pointwise"}, 5), tag({"projection_dim": 300}), tag({"embeddings_dropout": 0.0})}
+    assert len(names) == 5
+    assert "/" not in tag({"embeddings": "/data/glove.txt"})

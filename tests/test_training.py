@@ -194,8 +194,22 @@ def test_overlap_features_follow_the_preset_flag():
     assert zoo.num_features_of(zoo.resolve("qrnn_wikiqa", overlap_features=True)) == 4
     with pytest.raises(ValueError, match="unknown setting"):
         zoo.resolve("ctrn", num_features=2)  # the preprocessor decides the width, not a setting
-    with pytest.raises(ValueError, match="takes no pair features"):
-        zoo.resolve("mcan_fm", overlap_features=True)
+    # every builder takes pair features now (issue 16); MCAN's width follows both switches
+    assert zoo.num_features_of(zoo.resolve("mcan_fm", overlap_features=True)) == 4
+    assert zoo.num_features_of(zoo.resolve("mcan_fm", overlap_features=True, bm25_feature=True)) == 5
+    assert zoo.num_features_of(zoo.resolve("mcan_fm", bm25_feature=True)) == 1
+
+
+def test_a_builder_without_pair_features_refuses_them(monkeypatch):
+    import types
+    import sys
+
+    module = types.ModuleType("no_features_builder")
+    module.build = lambda vocab_size, embeddings=None, lstm_units=4, name=None: None
+    monkeypatch.setitem(sys.modules, "no_features_builder", module)
+    monkeypatch.setitem(zoo.BUILDERS, "mcan", "no_features_builder:build")
+    with pytest.raises(ValueError, match="takes no pair features, so bm25_feature cannot be switched on"):
+        zoo.resolve("mcan_fm", bm25_feature=True)
 
 
 def test_a_run_without_its_document_frequencies_is_refused(ctrn_run, tmp_path):

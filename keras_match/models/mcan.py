@@ -6,7 +6,7 @@ import keras
 import numpy as np
 
 from keras_match.layers import Highway, MeanMaxPooling, MultiCastAttention
-from keras_match.models.common import frozen_embedding, matching_features, output_head, pair_inputs
+from keras_match.models.common import feature_input, frozen_embedding, matching_features, output_head, pair_inputs
 
 
 def build_mcan(
@@ -20,10 +20,14 @@ def build_mcan(
     fm_factors=10,
     attention_units=None,
     dropout=0.2,
+    embedding_dropout=None,
     l2=1e-6,
     trainable_embeddings=False,
+    pooled_casts="broadcast",
+    scaled_affinity=False,
     head="softmax",
     num_classes=None,
+    num_features=0,
     name=None,
 ):
     """Build a Multi-Cast Attention Network (MCAN) for scoring question/answer pairs.
@@ -36,10 +40,14 @@ def build_mcan(
        the chosen compression function (eq. 2-12), giving 12 features per word, concatenated to the word
        (section 2.3.3);
     3. a siamese LSTM over the casted words (eq. 13) and MeanMax pooling (eq. 14);
-    4. two highway layers over `[xq; xd; xq * xd; xq - xd]` (eq. 15) and a 2-class softmax (eq. 16).
+    4. two highway layers over `[xq; xd; xq * xd; xq - xd]` (eq. 15) and a 2-class softmax (eq. 16); with
+       `num_features > 0` the pair features (word overlap, BM25: not in the paper) are concatenated to that
+       vector before the highway layers, as CTRN concatenates them before its dense layers.
 
-    Dropout (`dropout`) is applied to every layer's input except the embedding layer, and L2 weight decay
-    (`l2`, eq. 17) to every kernel. Train it with `keras_match.losses.PointwiseCrossEntropy` (eq. 17).
+    Dropout (`dropout`) is applied to the input of every layer after the projection, and L2 weight decay
+    (`l2`, eq. 17) to every kernel. The paper applies dropout "to all layers except the embedding layer";
+    `embedding_dropout` is the rate on the embedded words before the projection (None: `dropout`, as this
+    builder always did; 0: none). Train it with `keras_match.losses.PointwiseCrossEntropy` (eq. 17).
 
     Args:
         vocab_size: int, number of token ids including padding (0) and OOV (1), as
@@ -54,22 +62,30 @@ def build_mcan(
         fm_factors: int, number of factors k of the FM compression (10 on TrecQA).
         attention_units: int or None, width of the affinity MLP F of eq. 2; None keeps the projection width.
         dropout: float in [0, 1), dropout rate (0.2 in the paper).
+        embedding_dropout: float in [0, 1) or None, dropout of the embedded words (None: `dropout`).
         l2: float, L2 regularisation weight lambda of eq. 17 (1e-6 on TrecQA).
         trainable_embeddings: bool, whether the word vectors are trained (the paper keeps them fixed).
+        pooled_casts: `"broadcast"` or `"weighted"`: the max and mean casts as one pooled vector at every word
+            (eq. 3-4) or as each word scaled by its attention weight (the authors' code); see `CoAttention`.
+        scaled_affinity: bool, divide the affinities of eq. 2 and 6 by the square root of their width.
         head: the output head (`keras_match.heads`): `"softmax"` (eq. 16, the paper's), `"score"` (a raw
             ranking score) or `"classification"` (softmax over `num_classes` labels, e.g. entailment).
         num_classes: int >= 2, the number of labels of a classification head.
+        num_features: int >= 0, number of extra pair features. With `num_features > 0` the model has a third
+            input `"features"`, float32 `[batch, num_features]` (`keras_match.features`).
         name: optional model name; default `"mcan_<compression>"`.
 
     Returns:
         An uncompiled `keras.Model` with inputs `{"question": int32 [batch, lq], "answer": int32 [batch, la]}`
-        (token ids, 0 = padding; lengths may differ between batches) and one output, the head's: float32
+        (token ids, 0 = padding; lengths may differ between batches), plus `"features"` float32
+        `[batch, num_features]` when `num_features > 0`, and one output, the head's: float32
         `[batch, 2]`, the softmax probabilities of (not relevant, relevant) for the default `"softmax"` head
         (`[batch, 1]` raw scores for `"score"`, `[batch, num_classes]` for `"classification"`). Padding never
         changes a pair's output.
 
     Raises:
-        ValueError: if `embeddings` does not have `vocab_size` rows, `compression` or `head` is unknown.
+        ValueError: if `embeddings` does not have `vocab_size` rows, `compression` or `head` is unknown, or
+            `num_features` is negative.
 
     Examples:
     >>> model = build_mcan(vocab_size=1000, embedding_dim=50, lstm_units=32, highway_units=16)
@@ -81,6 +97,7 @@ def build_mcan(
         Tay, Luu, Hui. "Multi-Cast Attention Networks for Retrieval-based Question Answering and Response
         Prediction." KDD 2018. arXiv:1806.00778.
     """
+    features = feature_input(num_features)
     regularizer = keras.regularizers.L2(l2) if l2 else None
     question, answer = pair_inputs()
     embedding = frozen_embedding(vocab_size, embedding_dim, embeddings, trainable_embeddings)
@@ -88,7 +105,8 @@ def build_mcan(
 
     # eq. 1: one highway projection layer shared by both texts (applied to the dropped-out embeddings).
     projection = Highway(width, kernel_regularizer=regularizer, name="highway_projection")
-    drop = keras.layers.Dropout(dropout, name="dropout_embedded")
+    drop = keras.layers.Dropout(dropout if embedding_dropout is None else embedding_dropout,
+                                name="dropout_embedded")
     q = projection(drop(embedding(question)))
     a = projection(drop(embedding(answer)))
 
@@ -98,6 +116,8 @@ def build_mcan(
         attention_units=attention_units,
         fm_factors=fm_factors,
         kernel_regularizer=regularizer,
+        pooled_casts=pooled_casts,
+        scaled_affinity=scaled_affinity,
         name="multi_cast_attention",
     )
     zq, za = casts([q, a])
@@ -120,13 +140,17 @@ def build_mcan(
 
     # eq. 15-16: two highway layers over [xq; xd; xq * xd; xq - xd], then a linear softmax layer.
     x = matching_features(xq, xa)
+    inputs = {"question": question, "answer": answer}
     for i in (1, 2):
         x = keras.layers.Dropout(dropout, name=f"dropout_highway_{i}")(x)
+        if i == 1 and features is not None:  # the pair features join undropped, as in CTRN
+            inputs["features"] = features
+            x = keras.layers.Concatenate(name="pair_and_features")([x, features])
         x = Highway(highway_units, kernel_regularizer=regularizer, name=f"highway_{i}")(x)
     x = keras.layers.Dropout(dropout, name="dropout_output")(x)
     outputs = output_head(x, head, num_classes, regularizer)
     model = keras.Model(
-        {"question": question, "answer": answer},
+        inputs,
         outputs,
         name=name or f"mcan_{str(compression).lower()}",
     )

@@ -94,3 +94,41 @@ def test_learns_a_toy_overlap_task():
     )
     history = model.fit({"question": q, "answer": a}, labels, epochs=40, batch_size=32, verbose=0)
     assert history.history["accuracy"][-1] > 0.9  # chance is 0.5; measured 0.98
+
+
+@pytest.mark.parametrize("embedding_dropout, rate", [(None, 0.2), (0.0, 0.0), (0.1, 0.1)])
+def test_embedding_dropout_defaults_to_dropout_and_can_be_switched_off(embedding_dropout, rate):
+    model = build_mcan(vocab_size=30, embedding_dropout=embedding_dropout, **SMALL)
+    assert model.get_layer("dropout_embedded").rate == rate
+    assert model.get_layer("dropout_highway_1").rate == 0.2
+
+
+def test_without_embedding_dropout_one_word_enters_both_texts_alike_in_training():
+    # the paper's "all layers except the embedding layer": the projection of a word shared by question and
+    # answer is the same on both sides even in training (dropout applies later)
+    model = build_mcan(vocab_size=30, embedding_dropout=0.0, **{**SMALL, "dropout": 0.5})
+    embedding = model.get_layer("word_embedding")
+    projection = model.get_layer("highway_projection")
+    drop = model.get_layer("dropout_embedded")
+    ids = np.array([[5, 6, 7]], "int32")
+    first = projection(drop(embedding(ids), training=True)).numpy()
+    second = projection(drop(embedding(ids), training=True)).numpy()
+    np.testing.assert_array_equal(first, second)
+    dropped = build_mcan(vocab_size=30, **{**SMALL, "dropout": 0.5})  # the builder's default drops them
+    drop = dropped.get_layer("dropout_embedded")
+    embedded = dropped.get_layer("word_embedding")(ids)
+    assert not np.array_equal(drop(embedded, training=True).numpy(), drop(embedded, training=True).numpy())
+
+
+@pytest.mark.parametrize("pooled_casts, scaled", [("weighted", False), ("broadcast", True)])
+def test_cast_options_reach_the_layer_and_survive_a_keras_file(tmp_path, pooled_casts, scaled):
+    model = build_mcan(vocab_size=30, pooled_casts=pooled_casts, scaled_affinity=scaled, **SMALL)
+    layer = model.get_layer("multi_cast_attention")
+    assert (layer.pooled_casts, layer.scaled_affinity) == (pooled_casts, scaled)
+    inputs = _pair(np.random.default_rng(5))
+    path = tmp_path / "m.keras"
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    np.testing.assert_allclose(loaded(inputs, training=False).numpy(), model(inputs, training=False).numpy(),
+                               atol=1e-6)
+    assert loaded.get_layer("multi_cast_attention").get_config()["pooled_casts"] == pooled_casts

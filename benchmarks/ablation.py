@@ -1,0 +1,121 @@
+"""Run an ablation: rows of settings x seeds through benchmarks/reproduce.py, resumable, one JSON file per result.
+
+The rows come from a JSON file (`benchmarks/ablations/*.json`):
+
+    {"model": "mcan_fm", "dataset": "trecqa-clean", "epochs": 5, "seeds": [1234, 1, 2],
+     "rows": [{"label": "baseline", "set": {}}, {"label": "+ weighted casts", "set": {"pooled_casts": "weighted"}}]}
+
+Each (row, seed) trains once with `reproduce.py --set KEY=VALUE ... --label LABEL` and writes
+`OUT/<row number>-<seed>.json` when it finishes; a result already written is not run again, and an interrupted
+run resumes from its last finished epoch (reproduce.py's run folders under `OUT/runs`). Rows run seed by seed
+(every row's first seed, then every row's second seed, ...), so that a session that ends early leaves a
+complete first-seed table. At the end, or with `--table`, the markdown table of what finished is printed
+(benchmarks/summarize.py: dev and test means and standard deviations per row).
+
+    KERAS_MATCH_DATA=../shared/data python benchmarks/ablation.py benchmarks/ablations/mcan_fm_trecqa.json \
+        --out runs/ablation-mcan_fm
+    python benchmarks/ablation.py benchmarks/ablations/mcan_fm_trecqa.json --out runs/ablation-mcan_fm --table
+
+Progress goes to stderr (one line per run started and finished); each run's own log to `OUT/log.txt`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import time
+
+HERE = pathlib.Path(__file__).resolve().parent
+
+
+def load_plan(path):
+    """The ablation file as a dict, checked: `model`, `dataset`, `seeds`, `rows` (each with `label`, `set`)."""
+    with open(path, encoding="utf-8") as f:
+        try:
+            plan = json.load(f)
+        except ValueError as e:
+            raise SystemExit(f"{path}: not JSON ({e})") from None
+    for key in ("model", "dataset", "seeds", "rows"):
+        if key not in plan:
+            raise SystemExit(f"{path}: missing {key!r}")
+    for i, row in enumerate(plan["rows"]):
+        if not isinstance(row, dict) or "label" not in row or not isinstance(row.get("set", {}), dict):
+            raise SystemExit(f"{path}: rows[{i}] needs a 'label' and a 'set' object")
+    return plan
+
+
+def command(plan, row, seed, out):
+    args = [sys.executable, str(HERE / "reproduce.py"), plan["model"], "--dataset", plan["dataset"],
+            "--seeds", str(seed), "--out", str(out / "runs"), "--label", row["label"]]
+    if plan.get("train_split"):
+        args += ["--train-split", plan["train_split"]]
+    settings = dict(row.get("set", {}))
+    epochs = settings.pop("epochs", plan.get("epochs"))
+    if epochs is not None:
+        args += ["--epochs", str(epochs)]
+    for key, value in sorted(settings.items()):
+        args += ["--set", f"{key}={json.dumps(value)}"]
+    return args
+
+
+def result_path(out, index, seed):
+    return out / f"{index:02d}-s{seed}.json"
+
+
+def run(plan, out):
+    out.mkdir(parents=True, exist_ok=True)
+    total = len(plan["rows"]) * len(plan["seeds"])
+    done = 0
+    for seed in plan["seeds"]:
+        for index, row in enumerate(plan["rows"]):
+            target = result_path(out, index, seed)
+            done += 1
+            if target.exists() and target.stat().st_size:
+                continue
+            print(f"[{done}/{total}] {row['label']} (seed {seed}) ...", file=sys.stderr, flush=True)
+            start = time.time()
+            partial = target.with_suffix(".partial")
+            with open(partial, "w", encoding="utf-8") as stdout, open(out / "log.txt", "a", encoding="utf-8") as log:
+                code = subprocess.call(command(plan, row, seed, out), stdout=stdout, stderr=log)
+            if code != 0:
+                partial.unlink(missing_ok=True)
+                print(f"[{done}/{total}] {row['label']} (seed {seed}) failed (exit {code}); see {out / 'log.txt'}",
+                      file=sys.stderr, flush=True)
+                continue
+            os.replace(partial, target)
+            figures = json.loads(target.read_text())[plan["model"]]["runs"][0]
+            print(f"[{done}/{total}] {row['label']} (seed {seed}): dev {_short(figures['dev'])}, test "
+                  f"{_short(figures.get('test') or {})}, {time.time() - start:.0f} s", file=sys.stderr, flush=True)
+
+
+def _short(figures):
+    return " ".join(f"{k.upper()} {v:.3f}" for k, v in figures.items() if isinstance(v, float))
+
+
+def table(out, splits=("dev", "test")):
+    sys.path.insert(0, str(HERE))
+    import summarize
+
+    paths = sorted(str(p) for p in out.glob("*-s*.json"))
+    return summarize.table(paths, splits=splits)[0]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("plan", help="the ablation JSON file")
+    parser.add_argument("--out", required=True, help="folder for the results, the run folders and the log")
+    parser.add_argument("--table", action="store_true", help="print the table of the finished results and stop")
+    args = parser.parse_args(argv)
+    plan = load_plan(args.plan)
+    out = pathlib.Path(args.out)
+    if not args.table:
+        run(plan, out)
+    print(table(out))
+
+
+if __name__ == "__main__":
+    main()

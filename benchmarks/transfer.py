@@ -1,0 +1,112 @@
+"""Trained runs scored on other benchmarks' test splits (transfer, no training there), beside BM25.
+
+For each run folder (from `keras-match train` or benchmarks/reproduce.py) and each dataset, the run scores the
+dataset's test split as it is (its vocabulary, its features' document frequencies: nothing is refitted) and the
+benchmark's own convention picks the questions (WikiQA: those with a correct and an incorrect answer). The BM25
+row ranks each question's candidates by `bm25s` (k1 1.5, b 0.75, Lucene IDF) over the split's distinct
+candidate texts, tokenized as the models tokenize. Prints JSON (every figure), then, on stderr, a markdown
+table: one row per (model, pair features) with the mean and standard deviation over its runs (seeds).
+
+    KERAS_MATCH_DATA=../shared/data python benchmarks/transfer.py runs/ablation/runs/*-s* \
+        --datasets trecqa-clean wikiqa > transfer.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import statistics
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+FIGURES = ("map", "mrr", "p@1")
+
+
+def bm25_figures(split, no_positive):
+    """MAP / MRR / P@1 of BM25 on a split: each question against its candidates, statistics over the split's
+    distinct candidate texts."""
+    import bm25s
+    import numpy as np
+
+    from keras_match import metrics, text
+
+    pairs = split.pairs()
+    corpus = sorted(set(pairs.answers.tolist()))
+    position = {answer: i for i, answer in enumerate(corpus)}
+
+    def tokens(texts):
+        return [[t.decode("utf-8") for t in row] for row in text.tokenize(list(texts)).to_list()]
+
+    index = bm25s.BM25(k1=1.5, b=0.75, method="lucene")
+    index.index(tokens(corpus), show_progress=False)
+    scores = np.zeros(len(pairs), np.float32)
+    cache = {}
+    for row, (question, answer) in enumerate(zip(pairs.questions.tolist(), pairs.answers.tolist())):
+        if question not in cache:
+            query = [t for t in dict.fromkeys(tokens([question])[0]) if t in index.vocab_dict]
+            cache[question] = index.get_scores(query) if query else np.zeros(len(corpus), np.float32)
+        scores[row] = cache[question][position[answer]]
+    return metrics.evaluate_split(split, scores, metrics=FIGURES, no_positive=no_positive)
+
+
+def _variant(config):
+    features = [name for name in ("overlap_features", "bm25_feature") if config.get(name)]
+    return config.get("zoo", "?"), "+".join(features) or "none"
+
+
+def _cell(values):
+    if not values:
+        return "–"
+    if len(values) == 1:
+        return f"{values[0]:.3f}"
+    return f"{statistics.mean(values):.3f} ± {statistics.stdev(values):.3f}"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("runs", nargs="+", help="finished run folders")
+    parser.add_argument("--datasets", nargs="+", default=["trecqa-clean", "wikiqa"])
+    parser.add_argument("--data-dir", default=None)
+    args = parser.parse_args(argv)
+
+    from keras_match import tasks, training
+    from keras_match.datasets.catalog import load_by_name
+
+    splits = {}
+    for name in args.datasets:
+        dataset = load_by_name(name, data_dir=args.data_dir)
+        splits[name] = (dataset["test"], tasks.task_for(dataset).no_positive)
+    result = {"bm25": {name: bm25_figures(split, rule) for name, (split, rule) in splits.items()}, "runs": {}}
+    for run_dir in args.runs:
+        run = training.load_run(run_dir)
+        entry = {"zoo": run.config.get("zoo"), "seed": run.config.get("seed"),
+                 "trained_on": run.config.get("dataset"),
+                 "overlap_features": bool(run.config.get("overlap_features")),
+                 "bm25_feature": bool(run.config.get("bm25_feature"))}
+        for name, (split, rule) in splits.items():
+            entry[name] = run.evaluate(split, no_positive=rule)
+        result["runs"][str(run_dir)] = entry
+        print(f"{run_dir}: " + ", ".join(f"{n} MAP {entry[n]['map']:.3f}" for n in splits), file=sys.stderr,
+              flush=True)
+    json.dump(result, sys.stdout, indent=2)
+    print()
+
+    grouped = collections.defaultdict(list)
+    for entry in result["runs"].values():
+        grouped[_variant(entry)].append(entry)
+    header = ["model", "pair features", "seeds"] + [f"{n} {f.upper()}" for n in splits for f in ("map", "mrr")]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines.append("| " + " | ".join(["BM25", "–", "–"] + [f"{result['bm25'][n][f]:.3f}" for n in splits
+                                                          for f in ("map", "mrr")]) + " |")
+    for (model, features), entries in sorted(grouped.items()):
+        cells = [model, features, ", ".join(str(e["seed"]) for e in entries)]
+        cells += [_cell([e[n][f] for e in entries]) for n in splits for f in ("map", "mrr")]
+        lines.append("| " + " | ".join(cells) + " |")
+    print("\n".join(lines), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,78 @@
+"""benchmarks/ablation.py: rows x seeds through reproduce.py, one result file each, resumable."""
+
+import json
+import pathlib
+
+import pytest
+from conftest import REPO, benchmark_module
+
+
+def _ablation():
+    return benchmark_module("ablation")
+
+
+PLAN = {"model": "mcan_fm", "dataset": "trecqa-clean", "epochs": 5, "seeds": [1, 2],
+        "rows": [{"label": "base", "set": {}}, {"label": "weighted", "set": {"pooled_casts": "weighted", "epochs": 9}}]}
+
+
+def test_every_shipped_plan_names_known_settings():
+    from keras_match import zoo
+
+    module = _ablation()
+    for path in (REPO / "benchmarks" / "ablations").glob("*.json"):
+        plan = module.load_plan(path)
+        known = set(zoo.describe(plan["model"])["model"]) | set(zoo.describe(plan["model"])["training"])
+        for row in plan["rows"]:
+            assert set(row["set"]) <= known, (path, row)
+
+
+def test_commands_carry_the_row_settings_and_its_own_epochs():
+    module = _ablation()
+    base = module.command(PLAN, PLAN["rows"][0], 1, pathlib.Path("out"))
+    assert base[base.index("--epochs") + 1] == "5" and "--set" not in base
+    weighted = module.command(PLAN, PLAN["rows"][1], 2, pathlib.Path("out"))
+    assert weighted[weighted.index("--epochs") + 1] == "9"
+    assert weighted[weighted.index("--set") + 1] == 'pooled_casts="weighted"'
+    assert weighted[weighted.index("--seeds") + 1] == "2" and weighted[weighted.index("--label") + 1] == "weighted"
+
+
+def _fake_result(label, seed, value):
+    run = {"seed": seed, "best_epoch": 1, "epochs_run": 2, "wall_time_s": 1.0, "loss_mode": "pointwise",
+           "train_pairs_per_s": 10.0, "dev": {"map": value, "mrr": value}, "test": {"map": value, "mrr": value}}
+    return {"mcan_fm": {"dataset": "trecqa-clean", "train_split": None, "overrides": {}, "label": label,
+                        "runs": [run]}}
+
+
+def test_results_are_written_once_failures_leave_nothing_and_a_rerun_continues(tmp_path, monkeypatch, capsys):
+    module = _ablation()
+    calls = []
+
+    def fake_call(args, stdout, stderr):
+        label, seed = args[args.index("--label") + 1], int(args[args.index("--seeds") + 1])
+        calls.append((label, seed))
+        if label == "weighted" and seed == 2 and len(calls) < 5:
+            stdout.write("{")  # a run that dies half-way through its output
+            return 1
+        stdout.write(json.dumps(_fake_result(label, seed, 0.7 if label == "base" else 0.8)))
+        return 0
+
+    monkeypatch.setattr(module.subprocess, "call", fake_call)
+    module.run(PLAN, tmp_path)
+    assert calls == [("base", 1), ("weighted", 1), ("base", 2), ("weighted", 2)]  # seed by seed
+    assert sorted(p.name for p in tmp_path.glob("*.json")) == ["00-s1.json", "00-s2.json", "01-s1.json"]
+    assert not list(tmp_path.glob("*.partial"))
+    assert "failed (exit 1)" in capsys.readouterr().err
+
+    module.run(PLAN, tmp_path)  # the rerun only runs what is missing
+    assert calls[4:] == [("weighted", 2)]
+    text = module.table(tmp_path)
+    assert "| base | 1, 2 |" in text and "| weighted | 1, 2 |" in text
+
+
+@pytest.mark.parametrize("plan, message", [({"model": "m"}, "missing 'dataset'"),
+                                           ({**PLAN, "rows": [{"set": {}}]}, r"rows\[0\] needs a 'label'")])
+def test_bad_plans_are_named(tmp_path, plan, message):
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan))
+    with pytest.raises(SystemExit, match=message):
+        _ablation().load_plan(path)

