@@ -17,6 +17,24 @@ import os
 import sys
 
 
+def _positive_int(text):
+    """argparse type: an integer >= 1 (the message names the argument through argparse)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {value}")
+    return value
+
+
+class _Parser(argparse.ArgumentParser):
+    """One line for a usage error, `keras-match train: error: argument --epochs: ...`, and exit status 2."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def _parse_settings(name, items):
     """`--set KEY=VALUE` pairs: VALUE is JSON; a setting whose preset value is text (loss, head, compression,
     ...) also takes a bare word (`--set loss=listwise_softmax`)."""
@@ -44,6 +62,12 @@ def _cmd_train(args):
     from keras_match.training import train
 
     overrides = _parse_settings(args.name, args.set or [])
+    for key in ("epochs", "batch_size"):  # settings that are also options: one or the other
+        if key in overrides:
+            option = "--" + key.replace("_", "-")
+            if getattr(args, key) is not None:
+                raise ValueError(f"{option} and --set {key}=... both given: give one")
+            setattr(args, key, overrides.pop(key))
     report = train(
         args.name,
         args.dataset,
@@ -104,6 +128,12 @@ def _cmd_predict(args):
 def _cmd_export(args):
     from keras_match import export
 
+    if args.onnx or args.onnx_path:  # every option is checked before a servable version is written
+        if not 1 <= args.opset <= export.MAX_ONNX_OPSET:
+            raise ValueError(f"--opset {args.opset}: tf2onnx writes opsets 1 to {export.MAX_ONNX_OPSET}; nothing "
+                             "was written")
+        if args.onnx_path and os.path.exists(args.onnx_path):
+            raise FileExistsError(f"--onnx-path {args.onnx_path} exists: give a new folder; nothing was written")
     try:
         path = export.saved_model(args.run_dir, args.to, version=args.version, warmup=not args.no_warmup)
     except ImportError as error:
@@ -127,8 +157,8 @@ def _cmd_zoo(args):
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(prog="keras-match", description=__doc__.split("\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = _Parser(prog="keras-match", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     p = sub.add_parser("train", help="train a zoo model and print its test figures (MAP / MRR / P@1, or "
                        "accuracy for classification)")
@@ -144,9 +174,10 @@ def build_parser():
                    "(the glove extra), 'none', or 'default' ($KERAS_MATCH_EMBEDDINGS, else glove-6b-50d when "
                    "installed, else the data folder's filtered GloVe 6B 50d)")
     p.add_argument("--run-dir", default=None, help="where the run is written (default runs/NAME-DATASET)")
-    p.add_argument("--epochs", type=int, default=None)
-    p.add_argument("--batch-size", type=int, default=None)
-    p.add_argument("--max-train-questions", type=int, default=None, help="train on the first N questions")
+    p.add_argument("--epochs", type=_positive_int, default=None)
+    p.add_argument("--batch-size", type=_positive_int, default=None)
+    p.add_argument("--max-train-questions", type=_positive_int, default=None,
+                   help="train on the first N questions")
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--set", action="append", metavar="KEY=JSON",
                    help="override a preset setting, e.g. --set lstm_units=100, --set loss=listwise_softmax "
@@ -174,7 +205,8 @@ def build_parser():
     p = sub.add_parser("export", help="write a SavedModel for TensorFlow Serving (and optionally ONNX)")
     p.add_argument("run_dir")
     p.add_argument("--to", required=True, help="the model's base path; the version folder goes inside")
-    p.add_argument("--version", type=int, default=None, help="default: next integer after the highest present")
+    p.add_argument("--version", type=_positive_int, default=None,
+                   help="default: next integer after the highest present")
     p.add_argument("--no-warmup", action="store_true",
                    help="do not write assets.extra/tf_serving_warmup_requests (needs tensorflow-serving-api)")
     p.add_argument("--onnx", action="store_true",

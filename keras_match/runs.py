@@ -23,6 +23,7 @@ import dataclasses
 import json
 import os
 import pathlib
+import shutil
 
 import keras
 import numpy as np
@@ -70,8 +71,20 @@ RESUME_KEYS = ("zoo", "preset", "dataset", "train_split", "seed", "max_train_que
 """The settings a resumed run must share with the interrupted one."""
 
 
+def finished_epochs(files: RunFiles) -> int:
+    """How many epochs an interrupted run finished (its dev state's history; 0 without one)."""
+    state = files.checkpoints / "dev_state.json"
+    try:
+        return len(json.loads(state.read_text()).get("history", []))
+    except (OSError, ValueError):
+        return 0
+
+
 def check_resume(files: RunFiles, config: dict) -> bool:
     """Whether `files.root` holds an interrupted run of the same settings to resume.
+
+    A folder whose run never finished an epoch (it failed at the start, or was stopped during the first epoch)
+    holds nothing to resume: its files are removed and the run starts afresh.
 
     Raises:
         FileExistsError: the folder holds a finished run.
@@ -82,6 +95,12 @@ def check_resume(files: RunFiles, config: dict) -> bool:
             f"{files.root} holds a finished run ({files.metrics.name} exists); choose another --run-dir"
         )
     if not files.config.exists():
+        return False
+    if not finished_epochs(files):  # a start that failed before its first epoch ended: start afresh
+        for path in (files.config, files.preprocessor, files.vocabulary, files.document_frequencies):
+            path.unlink(missing_ok=True)
+        shutil.rmtree(files.checkpoints, ignore_errors=True)
+        shutil.rmtree(files.logs, ignore_errors=True)
         return False
     previous = json.loads(files.config.read_text())
     current = json.loads(json.dumps(config, default=_json_default))

@@ -226,6 +226,10 @@ def train(
         KeyboardInterrupt: re-raised after saying how to resume.
     """
     start = time.time()
+    # 0. arguments are checked before anything is read or written
+    if max_train_questions is not None and (isinstance(max_train_questions, bool) or
+                                            not isinstance(max_train_questions, int) or max_train_questions < 1):
+        raise ValueError(f"max_train_questions must be None or an integer >= 1, got {max_train_questions!r}")
     # 1. the data and its task
     dataset = load_by_name(data, data_dir=data_dir, train_split=train_split)
     for split in ("train", "dev"):

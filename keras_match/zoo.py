@@ -106,7 +106,56 @@ def resolve(name, **overrides):
         raise ValueError(
             f"zoo entry {name!r}: unknown setting(s) {unknown}; valid settings are {valid}"
         )
+    for key, value in overrides.items():
+        check_setting(key, value, describe(name))
     return preset
+
+
+# The rules a setting's value must follow: (test, what it must be). Keys not listed follow their preset value's
+# kind (a number stays a number, text stays text, true / false stay booleans).
+_POSITIVE_INT = (lambda v: _is_int(v) and v >= 1, "an integer >= 1")
+_RULES = {
+    "learning_rate": (lambda v: _is_number(v) and v > 0, "a number > 0"),
+    "l2": (lambda v: _is_number(v) and v >= 0, "a number >= 0"),
+    "clipnorm": (lambda v: v is None or (_is_number(v) and v > 0), "null or a number > 0"),
+    "dropout": (lambda v: _is_number(v) and 0 <= v < 1, "a number in [0, 1)"),
+    "embedding_dropout": (lambda v: v is None or (_is_number(v) and 0 <= v < 1), "null or a number in [0, 1)"),
+    "patience": (lambda v: _is_int(v) and v >= 0, "an integer >= 0"),
+    "list_size": (lambda v: v is None or (_is_int(v) and v >= 2), "null or an integer >= 2"),
+    "max_vocabulary": (lambda v: v is None or (_is_int(v) and v >= 0), "null or an integer >= 0"),
+    "projection_dim": (lambda v: v is None or (_is_int(v) and v >= 1), "null or an integer >= 1"),
+    "attention_units": (lambda v: v is None or (_is_int(v) and v >= 1), "null or an integer >= 1"),
+    **{key: _POSITIVE_INT for key in ("epochs", "batch_size", "max_question_length", "max_answer_length",
+                                      "vocab_size", "lstm_units", "highway_units", "fm_factors", "filters",
+                                      "dense_units", "kernel_size", "num_dense_layers", "embedding_dim")},
+}
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def check_setting(key, value, preset):
+    """Raises ValueError naming `key` when `value` breaks its rule (`_RULES`) or, for other settings, is not of
+    the kind of the preset's value (number, text, boolean). Pair-feature switches must be booleans."""
+    if key in _RULES:
+        test, wanted = _RULES[key]
+        if not test(value):
+            raise ValueError(f"setting {key}={json.dumps(value)}: must be {wanted}")
+        return
+    default = preset.get(key, preset["model"].get(key, preset["training"].get(key)))
+    kinds = ((bool, "true or false"), (str, "text"), ((int, float), "a number"))
+    for kind, wanted in kinds:
+        if isinstance(default, kind) and (not isinstance(value, kind) or
+                                          (kind != bool and isinstance(value, bool))):
+            raise ValueError(f"setting {key}={json.dumps(value)}: must be {wanted}, like the preset's "
+                             f"{json.dumps(default)}")
+        if isinstance(default, kind):
+            return
 
 
 def get_builder(builder):

@@ -1,0 +1,96 @@
+"""Runs that fail loudly (issue 17): arguments are checked before anything is written, a failed start never
+blocks the corrected command, every setting value is checked, export options are checked before a version is
+written. Each case: the exit status (2: usage error), one line naming the argument, nothing left behind."""
+
+import json
+
+import pytest
+
+from keras_match import cli, zoo
+
+from conftest import train_args
+
+
+def _one_line(capsys):
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "Traceback" not in err[0], err
+    return err[0]
+
+
+@pytest.mark.parametrize("argument, value", [("--epochs", "0"), ("--batch-size", "0"),
+                                             ("--max-train-questions", "0"), ("--max-train-questions", "-2"),
+                                             ("--epochs", "two")])
+def test_bad_numbers_are_usage_errors_and_write_nothing(tmp_path, capsys, argument, value):
+    run_dir = tmp_path / "run"
+    with pytest.raises(SystemExit) as info:
+        cli.main(["train", "mcan_fm", "--run-dir", str(run_dir), argument, value])
+    assert info.value.code == 2
+    line = _one_line(capsys)
+    assert f"argument {argument}: must be an integer >= 1" in line and "--help" in line
+    assert not run_dir.exists()
+
+
+@pytest.mark.parametrize("setting, message", [
+    ("learning_rate=-1.0", "setting learning_rate=-1.0: must be a number > 0"),
+    ("dropout=1.5", "setting dropout=1.5: must be a number in [0, 1)"),
+    ("epochs=0", "setting epochs=0: must be an integer >= 1"),
+    ("lstm_units=2.5", "setting lstm_units=2.5: must be an integer >= 1"),
+    ("patience=-1", "setting patience=-1: must be an integer >= 0"),
+    ("list_size=1", "setting list_size=1: must be null or an integer >= 2"),
+    ("bucketing=3", "setting bucketing=3: must be true or false"),
+    ("overlap_features=1", "setting overlap_features=1: must be true or false"),
+    ("compression=3", "setting compression=3: must be text"),
+])
+def test_bad_setting_values_are_named_before_anything_is_written(data_dir, tmp_path, capsys, setting, message):
+    run_dir = tmp_path / "run"
+    assert cli.main(train_args(data_dir, run_dir, "--set", setting)) == 2
+    line = _one_line(capsys)
+    assert message in line
+    assert not run_dir.exists()
+
+
+def test_good_values_of_every_kind_pass():
+    preset = zoo.resolve("mcan_fm", learning_rate=1e-3, dropout=0.0, clipnorm=None, epochs=3, list_size=None,
+                         bucketing=False, compression="nn", max_vocabulary=0, overlap_features=True)
+    assert preset["training"]["epochs"] == 3 and preset["model"]["compression"] == "nn"
+    assert zoo.resolve("mcan_fm", learning_rate=1)["training"]["learning_rate"] == 1  # an int is a number
+
+
+def test_a_mistyped_vector_file_leaves_nothing_and_the_corrected_command_runs(data_dir, tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    assert cli.main(train_args(data_dir, run_dir, "--embeddings", str(tmp_path / "typo.txt"))) == 2
+    assert "typo.txt: no such vector file or folder" in _one_line(capsys)
+    assert not run_dir.exists()
+    assert cli.main(train_args(data_dir, run_dir, "--epochs", "1")) == 0
+    assert json.loads((run_dir / "metrics.json").read_text())["epochs_run"] == 1
+
+
+def test_a_start_that_failed_before_its_first_epoch_is_not_a_run_to_resume(data_dir, tmp_path, monkeypatch,
+                                                                            capsys):
+    from keras_match import training
+
+    run_dir = tmp_path / "run"
+
+    def fail(*args, **kwargs):
+        raise ValueError("simulated failure in the first step")
+
+    with monkeypatch.context() as patch:  # fails after config.json and the vocabulary were written
+        patch.setattr(training, "_compile_for_mode", fail)
+        assert cli.main(train_args(data_dir, run_dir, "--epochs", "1", "--seed", "3")) == 2
+    assert (run_dir / "config.json").exists()
+    capsys.readouterr()
+    # other settings than the failed start's: no "interrupted run with other settings" refusal
+    assert cli.main(train_args(data_dir, run_dir, "--epochs", "1", "--seed", "4")) == 0
+    assert json.loads((run_dir / "config.json").read_text())["seed"] == 4
+
+
+def test_export_checks_the_opset_before_writing_a_version(trained_run, tmp_path, capsys):
+    base = tmp_path / "export"
+    assert cli.main(["export", str(trained_run), "--to", str(base), "--onnx", "--opset", "99"]) == 2
+    assert "--opset 99: tf2onnx writes opsets 1 to 18; nothing was written" in _one_line(capsys)
+    assert not base.exists()
+    existing = tmp_path / "onnx-here"
+    existing.mkdir()
+    assert cli.main(["export", str(trained_run), "--to", str(base), "--onnx-path", str(existing)]) == 2
+    assert "exists: give a new folder" in _one_line(capsys)
+    assert not base.exists()
