@@ -51,7 +51,9 @@ class DevEvaluationCallback(keras.callbacks.Callback):
     def on_train_begin(self, logs=None):
         self.state_dir.mkdir(parents=True, exist_ok=True)
         if self._state_path.exists():
-            self.state = json.loads(self._state_path.read_text())
+            from keras_match.runs import read_json
+
+            self.state = read_json(self._state_path, "delete the run folder's checkpoints/ to restart the run")
 
     def on_epoch_end(self, epoch, logs=None):
         logs = logs if logs is not None else {}

@@ -229,8 +229,10 @@ def main(argv=None):
     except KeyboardInterrupt:
         return 130
     except (ValueError, FileNotFoundError, FileExistsError) as error:
+        from keras_match.runs import DamagedRunError
+
         print(f"keras-match {args.command}: error: {error}", file=sys.stderr)
-        return 2
+        return 1 if isinstance(error, DamagedRunError) else 2  # a damaged file is a failure, not a usage error
     return 0
 
 

@@ -10,6 +10,7 @@ RUN_DIR/
   metrics.json         dev and test figures, the epoch history, wall time
   logs/                TensorBoard logs
   checkpoints/         state for resuming an interrupted run (removed when the run completes)
+  .lock                held (flock) by the process that writes the run; holds its process id meanwhile
 ```
 
 Runs written before the preprocessor existed (no `preprocessor.json`) still load: their preprocessor is made from
@@ -19,7 +20,9 @@ trained with, and their output layer `probabilities` is read as the `"softmax"` 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import fcntl
 import json
 import os
 import pathlib
@@ -30,7 +33,12 @@ import numpy as np
 
 from keras_match import heads, pipeline, preprocessing, tasks
 
-__all__ = ["RunFiles", "Run", "load_run", "write_json", "check_resume"]
+__all__ = ["RunFiles", "Run", "load_run", "write_json", "read_json", "check_resume", "locked", "DamagedRunError",
+           "RunInUseError"]
+
+
+class DamagedRunError(ValueError):
+    """A file of a run directory is damaged (truncated, not what it should hold); the message names it."""
 
 
 @dataclasses.dataclass
@@ -56,6 +64,24 @@ def write_json(path, obj):
     os.replace(staged, path)
 
 
+def read_json(path, remedy="retrain the run or restore the file"):
+    """The JSON object in `path`.
+
+    Raises:
+        FileNotFoundError: no such file.
+        DamagedRunError: the file is not a JSON object (truncated, say); the message names it and `remedy`.
+    """
+    path = pathlib.Path(path)
+    text = path.read_text(encoding="utf-8", errors="replace")
+    try:
+        value = json.loads(text)
+    except ValueError as error:
+        raise DamagedRunError(f"{path} is damaged (not valid JSON: {error}); {remedy}") from None
+    if not isinstance(value, dict):
+        raise DamagedRunError(f"{path} is damaged (a JSON {type(value).__name__}, not an object); {remedy}")
+    return value
+
+
 def _json_default(obj):
     if isinstance(obj, np.integer):
         return int(obj)
@@ -71,13 +97,52 @@ RESUME_KEYS = ("zoo", "preset", "dataset", "train_split", "seed", "max_train_que
 """The settings a resumed run must share with the interrupted one."""
 
 
+LOCK_FILE = ".lock"
+
+
+@contextlib.contextmanager
+def locked(root):
+    """Holds the run folder's lock (`root/.lock`, an advisory `flock` the system releases when the process ends,
+    however it ends) while a command writes the run.
+
+    Raises:
+        RunInUseError: another process holds it (the message gives its process id).
+    """
+    root = pathlib.Path(root)
+    handle = open(root / LOCK_FILE, "a+", encoding="utf-8")
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "?"
+            raise RunInUseError(f"{root} is in use by process {holder} (another keras-match train writes it): "
+                                "wait for it to end, or choose another --run-dir") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{os.getpid()}\n")
+        handle.flush()
+        try:
+            yield
+        finally:
+            handle.seek(0)
+            handle.truncate()
+            handle.flush()
+            fcntl.flock(handle, fcntl.LOCK_UN)
+    finally:
+        handle.close()
+
+
+class RunInUseError(ValueError):
+    """Another process writes the run folder."""
+
+
 def finished_epochs(files: RunFiles) -> int:
     """How many epochs an interrupted run finished (its dev state's history; 0 without one)."""
     state = files.checkpoints / "dev_state.json"
-    try:
-        return len(json.loads(state.read_text()).get("history", []))
-    except (OSError, ValueError):
+    if not state.exists():
         return 0
+    return len(read_json(state, "delete the run folder's checkpoints/ to restart the run").get("history", []))
 
 
 def check_resume(files: RunFiles, config: dict) -> bool:
@@ -102,7 +167,7 @@ def check_resume(files: RunFiles, config: dict) -> bool:
         shutil.rmtree(files.checkpoints, ignore_errors=True)
         shutil.rmtree(files.logs, ignore_errors=True)
         return False
-    previous = json.loads(files.config.read_text())
+    previous = read_json(files.config, "choose another --run-dir, or delete this one to start afresh")
     current = json.loads(json.dumps(config, default=_json_default))
     changed = [key for key in RESUME_KEYS if previous.get(key) != current.get(key)]
     if changed:
@@ -224,10 +289,28 @@ def load_run(run_dir) -> Run:
             raise FileNotFoundError(f"{path} not found: {run_dir} is not a finished keras-match run")
     import keras_match.layers  # noqa: F401  (registers the custom layers for deserialisation)
 
-    config = json.loads(files.config.read_text())
+    config = read_json(files.config)
     if files.preprocessor.exists():
         preprocessor = preprocessing.PairPreprocessor.load(files.root)
     else:
         preprocessor = _legacy_preprocessor(files, config)
-    model = keras.models.load_model(files.model)
+    try:
+        model = keras.models.load_model(files.model)
+    except Exception as error:  # Keras reports a truncated zip as "File not found" or a BadZipFile
+        raise DamagedRunError(f"{files.model} is damaged or not a Keras model file ({type(error).__name__}: "
+                              f"{str(error).splitlines()[0] if str(error) else ''}); retrain the run or restore "
+                              "the file") from None
+    rows = _embedding_rows(model)
+    if rows is not None and rows != preprocessor.vocab_size:
+        raise DamagedRunError(
+            f"{files.vocabulary} gives {preprocessor.vocab_size} token ids but the model's embedding has {rows} "
+            "rows: the vocabulary file is damaged or from another run; restore it or retrain the run")
     return Run(model=model, preprocessor=preprocessor, config=config)
+
+
+def _embedding_rows(model):
+    """The number of rows of the model's word embedding (`word_embedding`), or None without one."""
+    try:
+        return int(model.get_layer("word_embedding").input_dim)
+    except ValueError:
+        return None

@@ -267,83 +267,84 @@ def train(
 
     # 3. the run directory
     files.root.mkdir(parents=True, exist_ok=True)
-    resuming = runs.check_resume(files, config)
-    keras.utils.set_random_seed(seed)
-    train_data = dataset["train"]
-    if max_train_questions:
-        train_data = train_data.head(max_train_questions)
-    train_examples = task.examples(train_data)
-    dev_examples = task.examples(dataset["dev"])
+    with runs.locked(files.root):  # one writer per run folder
+        resuming = runs.check_resume(files, config)
+        keras.utils.set_random_seed(seed)
+        train_data = dataset["train"]
+        if max_train_questions:
+            train_data = train_data.head(max_train_questions)
+        train_examples = task.examples(train_data)
+        dev_examples = task.examples(dataset["dev"])
 
-    # 4. the preprocessor, the model
-    preprocessor = _make_preprocessor(files, resuming, train_examples, preset, vectors)
-    runs.write_json(files.config, config)
-    model, coverage = _build_model(preset, preprocessor, vectors, seed)
-    fit_model = _compile_for_mode(model, preset, mode)
+        # 4. the preprocessor, the model
+        preprocessor = _make_preprocessor(files, resuming, train_examples, preset, vectors)
+        runs.write_json(files.config, config)
+        model, coverage = _build_model(preset, preprocessor, vectors, seed)
+        fit_model = _compile_for_mode(model, preset, mode)
 
-    # 5. the inputs
-    train_inputs = pipeline.encode(preprocessor, train_examples.texts)
-    dev_inputs = pipeline.encode(preprocessor, dev_examples.texts)
-    train_batches = pipeline.training_dataset(train_inputs, train_examples, mode, settings["batch_size"], seed,
-                                              list_size=settings.get("list_size"),
-                                              bucketing=bool(settings.get("bucketing", True)))
+        # 5. the inputs
+        train_inputs = pipeline.encode(preprocessor, train_examples.texts)
+        dev_inputs = pipeline.encode(preprocessor, dev_examples.texts)
+        train_batches = pipeline.training_dataset(train_inputs, train_examples, mode, settings["batch_size"], seed,
+                                                  list_size=settings.get("list_size"),
+                                                  bucketing=bool(settings.get("bucketing", True)))
 
-    # 6. fit with dev early stopping
-    dev = DevEvaluationCallback(_evaluator(task, model, dev_inputs, dev_examples), task.monitor, task.figures,
-                                model, files.checkpoints, patience=settings["patience"])
-    callbacks = [
-        dev,
-        keras.callbacks.BackupAndRestore(str(files.checkpoints / "backup"), delete_checkpoint=False),
-        keras.callbacks.TensorBoard(str(files.logs), write_graph=False, profile_batch=0),
-    ]
-    print(
-        f"training {name} on {spec} ({task.kind}, {mode} batches"
-        f"{', length-bucketed' if settings.get('bucketing', True) else ''}): {describe_split('train', train_data)}, "
-        f"{_describe_vocabulary(preprocessor, coverage)}"
-        + (" (resuming)" if resuming else ""),
-        flush=True,
-    )
-    for split_name in ("dev", "test"):
-        if split_name in dataset:
-            print(describe_split(split_name, dataset[split_name]), flush=True)
-    fit_start = time.time()
-    try:
-        # the batches are reshuffled by the pipeline (seeded); fit's own shuffle does not apply to datasets
-        fit_model.fit(train_batches, epochs=settings["epochs"], callbacks=callbacks, verbose=verbose, shuffle=False)
-    except KeyboardInterrupt:
+        # 6. fit with dev early stopping
+        dev = DevEvaluationCallback(_evaluator(task, model, dev_inputs, dev_examples), task.monitor, task.figures,
+                                    model, files.checkpoints, patience=settings["patience"])
+        callbacks = [
+            dev,
+            keras.callbacks.BackupAndRestore(str(files.checkpoints / "backup"), delete_checkpoint=False),
+            keras.callbacks.TensorBoard(str(files.logs), write_graph=False, profile_batch=0),
+        ]
         print(
-            f"\ninterrupted: the last completed epoch is saved in {files.checkpoints}; run the same command "
-            "again to resume from it",
-            file=sys.stderr,
+            f"training {name} on {spec} ({task.kind}, {mode} batches"
+            f"{', length-bucketed' if settings.get('bucketing', True) else ''}): {describe_split('train', train_data)}, "
+            f"{_describe_vocabulary(preprocessor, coverage)}"
+            + (" (resuming)" if resuming else ""),
+            flush=True,
         )
-        raise
-    fit_seconds = time.time() - fit_start
-    dev.restore_best()
+        for split_name in ("dev", "test"):
+            if split_name in dataset:
+                print(describe_split(split_name, dataset[split_name]), flush=True)
+        fit_start = time.time()
+        try:
+            # the batches are reshuffled by the pipeline (seeded); fit's own shuffle does not apply to datasets
+            fit_model.fit(train_batches, epochs=settings["epochs"], callbacks=callbacks, verbose=verbose, shuffle=False)
+        except KeyboardInterrupt:
+            print(
+                f"\ninterrupted: the last completed epoch is saved in {files.checkpoints}; run the same command "
+                "again to resume from it",
+                file=sys.stderr,
+            )
+            raise
+        fit_seconds = time.time() - fit_start
+        dev.restore_best()
 
-    # 7. evaluate and write the run
-    epochs_run = len(dev.state["history"])
-    report = {
-        "zoo": name,
-        "dataset": spec,
-        "task": task.kind,
-        "loss_mode": mode,
-        "run_dir": str(files.root),
-        "best_epoch": dev.state["best_epoch"],
-        "epochs_run": epochs_run,
-        "history": dev.state["history"],
-        "embeddings": coverage,
-        "counts": {k: s.counts() for k, s in dataset.splits.items()},
-        "summary": {},
-    }
-    for split_name in ("dev", "test"):
-        if split_name in dataset:
-            examples = dev_examples if split_name == "dev" else task.examples(dataset[split_name])
-            inputs = dev_inputs if split_name == "dev" else pipeline.encode(preprocessor, examples.texts)
-            report[split_name] = _evaluator(task, model, inputs, examples)()
-            report["summary"][split_name] = task.summary(report[split_name])
-    report["wall_time_s"] = round(time.time() - start, 1)
-    report["train_pairs_per_s"] = round(len(train_examples) * epochs_run / fit_seconds, 1) if fit_seconds else None
-    model.save(files.model)
-    runs.write_json(files.metrics, report)
-    shutil.rmtree(files.checkpoints, ignore_errors=True)
-    return report
+        # 7. evaluate and write the run
+        epochs_run = len(dev.state["history"])
+        report = {
+            "zoo": name,
+            "dataset": spec,
+            "task": task.kind,
+            "loss_mode": mode,
+            "run_dir": str(files.root),
+            "best_epoch": dev.state["best_epoch"],
+            "epochs_run": epochs_run,
+            "history": dev.state["history"],
+            "embeddings": coverage,
+            "counts": {k: s.counts() for k, s in dataset.splits.items()},
+            "summary": {},
+        }
+        for split_name in ("dev", "test"):
+            if split_name in dataset:
+                examples = dev_examples if split_name == "dev" else task.examples(dataset[split_name])
+                inputs = dev_inputs if split_name == "dev" else pipeline.encode(preprocessor, examples.texts)
+                report[split_name] = _evaluator(task, model, inputs, examples)()
+                report["summary"][split_name] = task.summary(report[split_name])
+        report["wall_time_s"] = round(time.time() - start, 1)
+        report["train_pairs_per_s"] = round(len(train_examples) * epochs_run / fit_seconds, 1) if fit_seconds else None
+        model.save(files.model)
+        runs.write_json(files.metrics, report)
+        shutil.rmtree(files.checkpoints, ignore_errors=True)
+        return report

@@ -94,3 +94,67 @@ def test_export_checks_the_opset_before_writing_a_version(trained_run, tmp_path,
     assert cli.main(["export", str(trained_run), "--to", str(base), "--onnx-path", str(existing)]) == 2
     assert "exists: give a new folder" in _one_line(capsys)
     assert not base.exists()
+
+
+# ---------------------------------------------------------------------------------------------- damaged runs
+
+
+def _copy_run(trained_run, tmp_path):
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(trained_run, copy)
+    return copy
+
+
+def _truncate(path, keep=0.5):
+    data = path.read_bytes()
+    path.write_bytes(data[: int(len(data) * keep)])
+
+
+@pytest.mark.parametrize("name, message", [
+    ("config.json", r"config\.json is damaged \(not valid JSON"),
+    ("model.keras", r"model\.keras is damaged or not a Keras model file"),
+    ("vocabulary.txt", r"vocabulary\.txt gives \d+ token ids but the model's embedding has \d+ rows"),
+])
+def test_a_damaged_run_file_is_named_and_fails_with_status_1(trained_run, tmp_path, capsys, name, message):
+    import re
+
+    copy = _copy_run(trained_run, tmp_path)
+    _truncate(copy / name)
+    assert cli.main(["predict", str(copy), "--question", "who ?", "--answer", "me ."]) == 1
+    line = _one_line(capsys)
+    assert re.search(message, line) and str(copy / name) in line
+
+
+def test_a_damaged_dev_state_is_named_when_resuming(data_dir, tmp_path, monkeypatch, capsys):
+    import keras
+
+    run_dir = tmp_path / "run"
+
+    def stop(self, epoch, logs=None):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        patch.setattr(keras.callbacks.TensorBoard, "on_epoch_end", stop)
+        assert cli.main(train_args(data_dir, run_dir, "--epochs", "2")) == 130
+    capsys.readouterr()
+    _truncate(run_dir / "checkpoints" / "dev_state.json")
+    assert cli.main(train_args(data_dir, run_dir, "--epochs", "2")) == 1
+    line = _one_line(capsys)
+    assert "dev_state.json is damaged" in line and "delete the run folder's checkpoints/" in line
+
+
+def test_a_second_writer_of_a_run_folder_is_refused_with_the_holders_pid(data_dir, tmp_path, capsys):
+    import os
+
+    from keras_match import runs
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    with runs.locked(run_dir):  # as a `keras-match train` in progress would hold it
+        assert cli.main(train_args(data_dir, run_dir, "--epochs", "1")) == 2
+        line = _one_line(capsys)
+        assert f"is in use by process {os.getpid()}" in line and "choose another --run-dir" in line
+        assert not (run_dir / "config.json").exists()
+    assert cli.main(train_args(data_dir, run_dir, "--epochs", "1")) == 0  # released: the command runs
