@@ -23,6 +23,7 @@ counter, and the dev callback keeps its best-so-far weights and patience counter
 from __future__ import annotations
 
 import copy
+import os
 import pathlib
 import shutil
 import sys
@@ -234,8 +235,14 @@ def train(
     dataset = load_by_name(data, data_dir=data_dir, train_split=train_split)
     for split in ("train", "dev"):
         if split not in dataset:
+            if isinstance(data, (str, os.PathLike)) and os.path.isfile(data):
+                raise ValueError(f"{data} is one file: a training dataset is a folder of train / dev / test files "
+                                 "(one file loads as a test split, for `keras-match evaluate`)")
             raise ValueError(f"dataset {dataset.name!r} has no {split!r} split; training needs train and dev")
     task = tasks.task_for(dataset)
+    if isinstance(task, tasks.RankingTask) and not any(q.has_positive for q in dataset["dev"].questions):
+        raise ValueError(f"the dev split of {dataset.name!r} ({dataset['dev'].source or 'no file'}) has no question "
+                         "with a relevant answer: early stopping on dev MAP needs some; check its labels")
 
     # 2. the settings
     preset, mode = _resolve_preset(name, task, epochs, batch_size, overrides)

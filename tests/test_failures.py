@@ -158,3 +158,34 @@ def test_a_second_writer_of_a_run_folder_is_refused_with_the_holders_pid(data_di
         assert f"is in use by process {os.getpid()}" in line and "choose another --run-dir" in line
         assert not (run_dir / "config.json").exists()
     assert cli.main(train_args(data_dir, run_dir, "--epochs", "1")) == 0  # released: the command runs
+
+
+def _write_jsonl(path, rows):
+    with path.open("w", encoding="utf-8") as f:
+        for qid, question, answer, label in rows:
+            f.write(json.dumps({"qid": qid, "question": question, "answer": answer, "label": label}) + "\n")
+
+
+ROWS = [("q1", "who wrote hamlet ?", "shakespeare wrote hamlet .", 1), ("q1", "who wrote hamlet ?", "a play .", 0),
+        ("q2", "where is paris ?", "paris is in france .", 1), ("q2", "where is paris ?", "it rains .", 0)]
+
+
+def test_a_single_file_is_not_a_training_dataset(tmp_path, capsys):
+    path = tmp_path / "pairs.jsonl"
+    _write_jsonl(path, ROWS)
+    assert cli.main(["train", "mcan_fm", "--dataset", str(path), "--run-dir", str(tmp_path / "run")]) == 2
+    line = _one_line(capsys)
+    assert f"{path} is one file: a training dataset is a folder of train / dev / test files" in line
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_dev_split_without_relevant_answers_is_named_at_load(tmp_path, capsys):
+    folder = tmp_path / "data"
+    folder.mkdir()
+    _write_jsonl(folder / "train.jsonl", ROWS)
+    _write_jsonl(folder / "dev.jsonl", [(q, t, a, 0) for q, t, a, _ in ROWS])
+    assert cli.main(["train", "mcan_fm", "--dataset", str(folder), "--run-dir", str(tmp_path / "run"),
+                     "--embeddings", "none"]) == 2
+    line = _one_line(capsys)
+    assert "dev split" in line and "dev.jsonl" in line and "no question with a relevant answer" in line
+    assert not (tmp_path / "run").exists()
