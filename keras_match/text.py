@@ -705,8 +705,6 @@ def load_embeddings(path, encoder_or_vocabulary, dim: int | None = None, seed: i
         words = _validate_vocabulary(list(encoder_or_vocabulary))
     if dim is not None and (int(dim) != dim or dim < 1):
         raise ValueError(f"dim must be None or an integer >= 1, got {dim!r}")
-    if not isinstance(path, vectors_lib.WordVectors):
-        path = os.fspath(path) if not isinstance(path, str) else path
     source = vectors_lib.load_vectors(path, dim=dim)
     index = source.index
     rows = np.array([index.get(word, -1) for word in words], dtype=np.int64)

@@ -212,7 +212,6 @@ def _read_text(path: str, stamp) -> WordVectors:
 def _read_folder(folder: str, stamp, checksums=()) -> WordVectors:
     del stamp  # part of the cache key only
     root = pathlib.Path(folder)
-    digests = []
     for name, expected in checksums:
         actual = _sha256(root / name)
         if actual != expected:
@@ -235,6 +234,5 @@ def _read_folder(folder: str, stamp, checksums=()) -> WordVectors:
     words = table.column(0).to_pylist()
     if len(words) != matrix.shape[0]:
         raise ValueError(f"{indexes[0]}: {len(words)} words for the {matrix.shape[0]} rows of {matrices[0]}")
-    for path in (matrices[0], indexes[0]):
-        digests.append(dict(checksums).get(path.name) or _sha256(path))
+    digests = [dict(checksums).get(path.name) or _sha256(path) for path in (matrices[0], indexes[0])]
     return WordVectors(words, np.asarray(matrix, dtype=np.float32), folder, "+".join(digests))

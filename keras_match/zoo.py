@@ -106,8 +106,9 @@ def resolve(name, **overrides):
         raise ValueError(
             f"zoo entry {name!r}: unknown setting(s) {unknown}; valid settings are {valid}"
         )
+    defaults = describe(name)
     for key, value in overrides.items():
-        check_setting(key, value, describe(name))
+        check_setting(key, value, defaults)
     return preset
 
 
@@ -149,12 +150,11 @@ def check_setting(key, value, preset):
         return
     default = preset.get(key, preset["model"].get(key, preset["training"].get(key)))
     kinds = ((bool, "true or false"), (str, "text"), ((int, float), "a number"))
-    for kind, wanted in kinds:
-        if isinstance(default, kind) and (not isinstance(value, kind) or
-                                          (kind != bool and isinstance(value, bool))):
-            raise ValueError(f"setting {key}={json.dumps(value)}: must be {wanted}, like the preset's "
-                             f"{json.dumps(default)}")
+    for kind, wanted in kinds:  # bool first: a bool is also an int
         if isinstance(default, kind):
+            if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
+                raise ValueError(f"setting {key}={json.dumps(value)}: must be {wanted}, like the preset's "
+                                 f"{json.dumps(default)}")
             return
 
 
