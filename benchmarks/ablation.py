@@ -114,7 +114,7 @@ def main(argv=None):
     out = pathlib.Path(args.out)
     if not args.table:
         run(plan, out)
-    print(table(out))
+    print(table(out) or f"no finished result in {out} yet")
 
 
 if __name__ == "__main__":

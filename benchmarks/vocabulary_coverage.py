@@ -1,0 +1,58 @@
+"""How many dev / test tokens a run's vocabulary lacks, for vocabularies of the training words plus the first N
+words of the pretrained vector file (`max_vocabulary`); prints JSON.
+
+For each dataset and cap: the vocabulary size (ids), the dev / test tokens (distinct questions and every answer)
+that are out of the vocabulary, and how many of those the vector file has a vector for (the tokens a larger cap
+would give their own vector).
+
+    KERAS_MATCH_DATA=../shared/data python benchmarks/vocabulary_coverage.py --datasets trecqa-clean \
+        --caps 0 100000 200000 all > vocabulary_coverage.json
+"""
+
+import argparse
+import json
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--datasets", nargs="+", default=["trecqa-clean"])
+    parser.add_argument("--caps", nargs="+", default=["0", "100000", "200000", "all"],
+                        help="max_vocabulary values; 'all' for every word of the vector file")
+    parser.add_argument("--vectors", default="glove-6b-50d")
+    args = parser.parse_args(argv)
+
+    import numpy as np
+
+    from keras_match import tasks, text, training, vectors
+    from keras_match.datasets.catalog import load_by_name
+
+    source = vectors.load_vectors(args.vectors)
+    result = {"vectors": source.source, "datasets": {}}
+    for name in args.datasets:
+        dataset = load_by_name(name)
+        task = tasks.task_for(dataset)
+        documents = training._training_documents(task.examples(dataset["train"]))
+        rows = {}
+        for cap in args.caps:
+            words = source.words if cap == "all" else source.words[: int(cap)]
+            vocabulary = set(text.TextEncoder.build(documents, extra_words=words).vocabulary)
+            row = {"ids": len(vocabulary) + 2}
+            for split in ("dev", "test"):
+                examples = task.examples(dataset[split])
+                texts = list(np.unique(examples.texts["question"])) + list(examples.texts["answer"])
+                tokens = text.tokenize(texts).flat_values.numpy().astype(str)
+                missing = [t for t in tokens if t not in vocabulary]
+                row[split] = {"tokens": len(tokens), "out_of_vocabulary": len(missing),
+                              "out_of_vocabulary_with_a_vector": sum(t in source.index for t in missing)}
+            rows[cap] = row
+            print(f"{name} max_vocabulary={cap}: {row}", file=sys.stderr, flush=True)
+        result["datasets"][name] = rows
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
