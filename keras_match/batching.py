@@ -206,3 +206,30 @@ def plan(mode, group_ids, labels, batch_size, rng, list_size=None, lengths=None)
     if mode == "listwise":
         return listwise_batches(group_ids, labels, batch_size, rng, list_size=list_size, lengths=lengths)
     raise ValueError(f"unknown batching mode {mode!r}; valid modes: {list(MODES)}")
+
+
+def split_to(batches, count) -> list[np.ndarray]:
+    """A listwise plan cut into exactly `count` batches: the batch with the most lists is halved (each half
+    padded to its own longest list) until the count is reached, so every list still comes once, in the same
+    order. Training gives every epoch the same number of batches this way (the longest plan's), which lets one
+    input iterator run through all epochs.
+
+    Raises:
+        ValueError: `count` is below the plan's length or above its number of lists.
+    """
+    batches = list(batches)
+    lists = sum(len(b) for b in batches)
+    if not len(batches) <= count <= lists:
+        raise ValueError(f"cannot cut {len(batches)} batches of {lists} lists into {count} batches")
+    while len(batches) < count:
+        widest = max(range(len(batches)), key=lambda i: len(batches[i]))
+        batch = batches[widest]
+        half = len(batch) // 2
+        batches[widest : widest + 1] = [_trim_lists(batch[:half]), _trim_lists(batch[half:])]
+    return batches
+
+
+def _trim_lists(batch):
+    """A listwise batch without the padding columns that no list of it needs."""
+    width = int((batch != PAD_INDEX).sum(axis=1).max())
+    return batch[:, :width]

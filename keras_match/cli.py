@@ -81,8 +81,9 @@ def _cmd_train(args):
         seed=args.seed,
         **overrides,
     )
-    print(f"run written to {report['run_dir']} (best epoch {report['best_epoch']}, {report['wall_time_s']} s, "
-          f"{report['train_pairs_per_s']} training pairs/s)")
+    speed = report["train_pairs_per_s"]
+    print(f"run written to {report['run_dir']} (best epoch {report['best_epoch']}, {report['wall_time_s']} s"
+          + (f", {speed} training pairs/s)" if speed else ")"))
     for split, line in report["summary"].items():
         print(f"{split}: {line}")
 
@@ -228,12 +229,43 @@ def main(argv=None):
         args.func(args)
     except KeyboardInterrupt:
         return 130
-    except (ValueError, FileNotFoundError, FileExistsError) as error:
-        from keras_match.runs import DamagedRunError
-
-        print(f"keras-match {args.command}: error: {error}", file=sys.stderr)
-        return 1 if isinstance(error, DamagedRunError) else 2  # a damaged file is a failure, not a usage error
+    except (ValueError, OSError, RuntimeError) as error:
+        status = _exit_status(error)
+        if status is None:
+            raise
+        print(f"keras-match {args.command}: error: {_one_line(error)}", file=sys.stderr)
+        return status
     return 0
+
+
+def _exit_status(error):
+    """2 for a usage error (a bad argument or setting, a missing file named on the command line, a finished run
+    as the target), 1 for a failure of the inputs or the machine (a damaged run or data file, changed inputs, a
+    run in use, a failed download or write, an export that does not verify), None for anything else (a bug:
+    its traceback is shown)."""
+    from keras_match import export, runs
+    from keras_match.datasets.base import DataFormatError
+    from keras_match.datasets.download import DownloadError
+
+    failures = (runs.DamagedRunError, runs.ChangedInputError, runs.RunInUseError, DataFormatError, DownloadError,
+                export.ExportVerificationError)
+    if isinstance(error, failures):
+        return 1
+    if isinstance(error, (FileNotFoundError, FileExistsError)):
+        return 2
+    if isinstance(error, OSError):  # storage.WriteError, or a folder that could not be made or read
+        return 1
+    if isinstance(error, ValueError):
+        return 2
+    return None
+
+
+def _one_line(error):
+    from keras_match import storage
+
+    if isinstance(error, OSError) and not isinstance(error, storage.WriteError) and error.filename:
+        return f"cannot use {error.filename}: {storage.describe_os_error(error)}; {storage.remedy(error)}"
+    return str(error)
 
 
 if __name__ == "__main__":

@@ -68,7 +68,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_match import heads, serving, signatures, text
+from keras_match import heads, serving, signatures, storage, text
 from keras_match.preprocessing import PairPreprocessor, trim_padding
 from keras_match.runs import Run, load_run
 
@@ -355,6 +355,8 @@ def saved_model(
         ValueError: `version` is not a positive integer; a bare model without its preprocessor; a model
             whose inputs the preprocessor does not make.
         ImportError: `warmup=True` without tensorflow-serving-api (`pip install keras-match[serving]`).
+        keras_match.storage.WriteError: the version could not be written (full disk, read-only folder); nothing
+            is left in `BASE`.
     """
     run = _as_run(model_or_run, encoder, max_question_length, max_answer_length, preprocessor)
     base = pathlib.Path(base_dir)
@@ -368,12 +370,18 @@ def saved_model(
                                       large_batch=CHUNK_SIZE + 1,
                                       num_features=_check_inputs(run),
                                       head=heads.head_of(run.model)) if warmup else None
-    base.mkdir(parents=True, exist_ok=True)
-    if version is None:
-        version = _next_version(base)
-    target = base / str(version)
-    if target.exists():
-        raise FileExistsError(f"{target} exists: TF Serving versions are never overwritten; pick another version")
+    with storage.writing(base, also=(tf.errors.OpError,)):
+        base.mkdir(parents=True, exist_ok=True)
+        if version is None:
+            version = _next_version(base)
+        target = base / str(version)
+        if target.exists():
+            raise FileExistsError(f"{target} exists: TF Serving versions are never overwritten; pick another "
+                                  "version")
+        return _write_version(archive, run, records, target, version, base)
+
+
+def _write_version(archive, run, records, target, version, base):
     tmp = pathlib.Path(tempfile.mkdtemp(prefix=f".tmp-{version}-", dir=base))
     try:
         staged = tmp / "model"
@@ -514,6 +522,7 @@ def to_onnx(saved_model_dir, output_dir=None, *, opset=MAX_ONNX_OPSET, atol=1e-4
             or a score differs from TensorFlow's by more than `atol`. Nothing is written then.
         FileExistsError: `output_dir` exists.
         FileNotFoundError: `saved_model_dir` is not a keras-match export.
+        keras_match.storage.WriteError: the folder could not be written (full disk, read-only); nothing is left.
         ValueError: `opset` above 18 or below 1.
         ImportError: tf2onnx / onnxruntime missing (`pip install keras-match[onnx]`).
     """
@@ -597,32 +606,33 @@ def to_onnx(saved_model_dir, output_dir=None, *, opset=MAX_ONNX_OPSET, atol=1e-4
             "pairs; an op is converted with different semantics"
         )
 
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = pathlib.Path(tempfile.mkdtemp(prefix=f".tmp-{target.name}-", dir=target.parent))
-    try:
-        staged = tmp / "onnx"
-        staged.mkdir()
-        (staged / ONNX_FILE).write_bytes(model_proto.SerializeToString())
-        vocabulary = _asset(saved_model_dir, metadata["vocabulary_file"])
-        shutil.copyfile(vocabulary, staged / "vocabulary.txt")
-        onnx_inputs = {"question": "int32 [batch, lq]", "answer": "int32 [batch, la]"}
-        extra = {}
-        if num_features:
-            onnx_inputs["features"] = f"float32 [batch, {num_features}]"
-            frequencies = dict(metadata["overlap_features"], document_frequencies_file="document_frequencies.tsv")
-            shutil.copyfile(_asset(saved_model_dir, metadata["overlap_features"]["document_frequencies_file"]),
-                            staged / "document_frequencies.tsv")
-            extra["overlap_features"] = frequencies
-        onnx_metadata = dict(metadata, vocabulary_file="vocabulary.txt", **extra, onnx={
-            "opset": opset, "signature": serving.IDS_SIGNATURE, "max_abs_diff": worst, "num_samples": count,
-            "saved_model": str(saved_model_dir), "inputs": onnx_inputs,
-            "outputs": {output_name: "float32 [batch]" if output_name == "score" else "float32 [batch, classes]"}})
-        (staged / "keras_match.json").write_text(json.dumps(onnx_metadata, indent=2) + "\n", encoding="utf-8")
-        if target.exists():
-            raise FileExistsError(f"{target} appeared while exporting")
-        os.rename(staged, target)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    with storage.writing(target):  # a full disk or a read-only folder: one line naming the folder
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = pathlib.Path(tempfile.mkdtemp(prefix=f".tmp-{target.name}-", dir=target.parent))
+        try:
+            staged = tmp / "onnx"
+            staged.mkdir()
+            (staged / ONNX_FILE).write_bytes(model_proto.SerializeToString())
+            vocabulary = _asset(saved_model_dir, metadata["vocabulary_file"])
+            shutil.copyfile(vocabulary, staged / "vocabulary.txt")
+            onnx_inputs = {"question": "int32 [batch, lq]", "answer": "int32 [batch, la]"}
+            extra = {}
+            if num_features:
+                onnx_inputs["features"] = f"float32 [batch, {num_features}]"
+                frequencies = dict(metadata["overlap_features"], document_frequencies_file="document_frequencies.tsv")
+                shutil.copyfile(_asset(saved_model_dir, metadata["overlap_features"]["document_frequencies_file"]),
+                                staged / "document_frequencies.tsv")
+                extra["overlap_features"] = frequencies
+            onnx_metadata = dict(metadata, vocabulary_file="vocabulary.txt", **extra, onnx={
+                "opset": opset, "signature": serving.IDS_SIGNATURE, "max_abs_diff": worst, "num_samples": count,
+                "saved_model": str(saved_model_dir), "inputs": onnx_inputs,
+                "outputs": {output_name: "float32 [batch]" if output_name == "score" else "float32 [batch, classes]"}})
+            (staged / "keras_match.json").write_text(json.dumps(onnx_metadata, indent=2) + "\n", encoding="utf-8")
+            if target.exists():
+                raise FileExistsError(f"{target} appeared while exporting")
+            os.rename(staged, target)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
     return OnnxExport(path=target / ONNX_FILE, opset=opset, max_abs_diff=worst, num_samples=count)
 
 

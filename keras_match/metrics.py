@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 
+from keras_match import storage
+
 if TYPE_CHECKING:  # pragma: no cover
     from keras_match.datasets.base import Split
 
@@ -357,7 +359,7 @@ def write_trec_run(path, qids, docids, scores, run_name: str = "keras_match") ->
     rank column, so rounding would change its tie-breaking).
 
     Args:
-        path: output file (str or path-like); overwritten.
+        path: output file (str or path-like); replaced when complete (`keras_match.storage`).
         qids: question id of each row, array-like of ``N`` values.
         docids: candidate id of each row, unique within its question.
         scores: float array-like of shape ``[N]`` or ``[N, 1]``.
@@ -371,18 +373,18 @@ def write_trec_run(path, qids, docids, scores, run_name: str = "keras_match") ->
     qids, docids, scores, _, groups = _grouped(qids, docids, scores, None)
     _check_tokens(qids, "qid")
     _check_tokens(docids, "docid")
-    with open(os.fspath(path), "w", encoding="utf-8") as f:
-        for q, rows in groups.items():
-            ranked = rows[rank_order(scores[rows], docids[rows])]
-            for rank, i in enumerate(ranked, start=1):
-                f.write(f"{q} Q0 {docids[i]} {rank} {float(scores[i])!r} {run_name}\n")
+    lines = []
+    for q, rows in groups.items():
+        ranked = rows[rank_order(scores[rows], docids[rows])]
+        lines += [f"{q} Q0 {docids[i]} {rank} {float(scores[i])!r} {run_name}\n" for rank, i in enumerate(ranked, 1)]
+    storage.write_text(os.fspath(path), "".join(lines))
 
 
 def write_trec_qrels(path, qids, docids, labels) -> None:
     """Write a trec_eval qrels file: one ``qid 0 docid label`` line per row, in input order.
 
     Args:
-        path: output file (str or path-like); overwritten.
+        path: output file (str or path-like); replaced when complete (`keras_match.storage`).
         qids: question id of each row, array-like of ``N`` values.
         docids: candidate id of each row, unique within its question.
         labels: integer labels, array-like of shape ``[N]``.
@@ -396,9 +398,7 @@ def write_trec_qrels(path, qids, docids, labels) -> None:
     _check_tokens(docids, "docid")
     if not np.all(labels == np.round(labels)):
         raise ValueError("qrels labels must be integers")
-    with open(os.fspath(path), "w", encoding="utf-8") as f:
-        for q, d, label in zip(qids, docids, labels):
-            f.write(f"{q} 0 {d} {int(label)}\n")
+    storage.write_text(os.fspath(path), "".join(f"{q} 0 {d} {int(label)}\n" for q, d, label in zip(qids, docids, labels)))
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -4,7 +4,8 @@
    ids; none for classification), made by the task (`keras_match.tasks`).
 2. `encode` maps the run's `PairPreprocessor` over them in a `tf.data` pipeline once: token ids (padded to the
    maximum lengths) and the optional pair features, as numpy arrays.
-3. `training_dataset` draws each epoch's batch plan (`keras_match.batching`, chosen by the loss's mode) from a
+3. `training_dataset` (each pass an epoch) and `training_epochs` (all epochs in one pass, as training uses
+   them) draw each epoch's batch plan (`keras_match.batching`, chosen by the loss's mode) from a
    seed and the epoch number and gathers the batches: `[batch, length]` ids for pointwise, `[batch, 2, length]`
    for pairwise (positive first), `[questions, list, length]` for listwise with label -1 on padded items. Every
    batch is cut to its longest text.
@@ -24,7 +25,7 @@ import tensorflow as tf
 from keras_match import batching, text
 from keras_match.preprocessing import TEXT_INPUTS, trim_padding
 
-__all__ = ["Examples", "encode", "lengths_of", "training_dataset", "predict", "ENCODE_BATCH", "PREDICT_BATCH"]
+__all__ = ["Examples", "encode", "lengths_of", "training_dataset", "training_epochs", "TrainingEpochs", "predict", "ENCODE_BATCH", "PREDICT_BATCH"]
 
 ENCODE_BATCH = 1024
 """Texts per preprocessor call when encoding (the overlap features' memory is quadratic in length)."""
@@ -118,10 +119,12 @@ def lengths_of(inputs) -> np.ndarray:
 
 def training_dataset(inputs, examples: Examples, mode, batch_size, seed, list_size=None, first_epoch=0,
                      bucketing=False):
-    """The training batches of a loss mode as a `tf.data.Dataset` of `(inputs, labels)`, reshuffled each epoch.
+    """The training batches of a loss mode as a `tf.data.Dataset` of `(inputs, labels)`, reshuffled each epoch:
+    each pass over it is the next epoch.
 
     Epoch `e` (counted from `first_epoch`, so a resumed run continues the sequence) draws its plan from
-    `numpy.random.default_rng([seed, e])`.
+    `numpy.random.default_rng([seed, e])`. Training uses `training_epochs`, which yields the same epochs
+    through one pass.
 
     Args:
         inputs: the encoded inputs of `examples` (`encode`).
@@ -142,24 +145,10 @@ def training_dataset(inputs, examples: Examples, mode, batch_size, seed, list_si
         ValueError: a ranking mode without groups, or a plan without any batch (no question with both a
             positive and a negative candidate, say).
     """
-    labels = np.asarray(examples.labels)
-    if mode not in batching.MODES:
-        raise ValueError(f"unknown batching mode {mode!r}; valid modes: {list(batching.MODES)}")
-    if mode != "pointwise" and examples.groups is None:
-        raise ValueError(f"{mode} batches need question groups; this data has none (classification?)")
-    groups = examples.groups if examples.groups is not None else np.zeros(len(labels))
-    epoch = [first_epoch]
-
-    lengths = lengths_of(inputs) if bucketing else None
-
-    def plan_of(number):
-        return batching.plan(mode, groups, labels, batch_size, np.random.default_rng([seed, number]),
-                             list_size=list_size, lengths=lengths)
-
+    plan_of = _planner(inputs, examples, mode, batch_size, seed, list_size, bucketing)
     first_plan = plan_of(first_epoch)
-    if not first_plan:
-        need = "a relevant candidate" if mode == "listwise" else "both a relevant and an irrelevant candidate"
-        raise ValueError(f"no {mode} training batch can be made: no training question has {need}")
+    epoch = [first_epoch]
+    labels = np.asarray(examples.labels)
 
     def generate():
         plan = first_plan if epoch[0] == first_epoch else plan_of(epoch[0])
@@ -167,6 +156,85 @@ def training_dataset(inputs, examples: Examples, mode, batch_size, seed, list_si
         for index in plan:
             yield _gather(inputs, labels, index, mode)
 
+    dataset = _dataset(generate, inputs, mode)
+    if mode != "listwise":  # a fixed number of batches per epoch: the progress bar knows the total
+        dataset = dataset.apply(tf.data.experimental.assert_cardinality(len(first_plan)))
+    return dataset.prefetch(2)
+
+
+@dataclasses.dataclass
+class TrainingEpochs:
+    """The batches of a whole training run: `dataset` yields `steps_per_epoch` batches of each epoch in turn."""
+
+    dataset: tf.data.Dataset
+    steps_per_epoch: int
+
+
+def training_epochs(inputs, examples: Examples, mode, batch_size, seed, epochs, list_size=None, first_epoch=0,
+                    bucketing=False) -> TrainingEpochs:
+    """The training batches of epochs `first_epoch` .. `epochs - 1` in one pass, for `fit(dataset,
+    steps_per_epoch=..., initial_epoch=first_epoch, epochs=epochs)`.
+
+    Epoch `e` holds the batches of the plan `training_dataset` gives it (`default_rng([seed, e])`), so a
+    resumed run continues the same sequence. Every epoch has the same number of batches (pointwise and pairwise
+    plans do by construction; a listwise plan shorter than the longest of epochs `0 .. epochs - 1` has its
+    widest batches halved, `batching.split_to`), so Keras keeps one iterator through all epochs. (With a new
+    `tf.data` iterator per epoch, the first step of 2 to 4 of the README job's 5 epochs waited 45-51 s on this
+    2-core machine, inside the destructor of the previous epoch's iterator.)
+
+    Args:
+        epochs: the run's number of epochs (an int above `first_epoch`).
+        Others: as `training_dataset`.
+
+    Returns:
+        `TrainingEpochs`.
+
+    Raises:
+        ValueError: as `training_dataset`, or `epochs` not above `first_epoch`.
+    """
+    if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs <= first_epoch:
+        raise ValueError(f"epochs must be an integer above first_epoch={first_epoch}, got {epochs!r}")
+    plan_of = _planner(inputs, examples, mode, batch_size, seed, list_size, bucketing)
+    plans = [plan_of(number) for number in range(epochs)]  # all of them: the count must not depend on resuming
+    steps = max(len(plan) for plan in plans)
+    if mode == "listwise":
+        plans = [batching.split_to(plan, steps) for plan in plans]
+    elif any(len(plan) != steps for plan in plans):
+        raise AssertionError(f"{mode} plans of unequal length")  # pointwise / pairwise plans never differ
+    plans = plans[first_epoch:]
+    labels = np.asarray(examples.labels)
+
+    def generate():
+        for plan in plans:
+            for index in plan:
+                yield _gather(inputs, labels, index, mode)
+
+    # no declared cardinality: Keras would make a fresh iterator when the count is reached, after the last epoch
+    return TrainingEpochs(_dataset(generate, inputs, mode).prefetch(2), steps)
+
+
+def _planner(inputs, examples, mode, batch_size, seed, list_size, bucketing):
+    """`plan_of(epoch)`: the batch plan of an epoch; checks the mode and that a first plan has batches."""
+    labels = np.asarray(examples.labels)
+    if mode not in batching.MODES:
+        raise ValueError(f"unknown batching mode {mode!r}; valid modes: {list(batching.MODES)}")
+    if mode != "pointwise" and examples.groups is None:
+        raise ValueError(f"{mode} batches need question groups; this data has none (classification?)")
+    groups = examples.groups if examples.groups is not None else np.zeros(len(labels))
+    lengths = lengths_of(inputs) if bucketing else None
+
+    def plan_of(number):
+        return batching.plan(mode, groups, labels, batch_size, np.random.default_rng([seed, number]),
+                             list_size=list_size, lengths=lengths)
+
+    if not plan_of(0):
+        need = "a relevant candidate" if mode == "listwise" else "both a relevant and an irrelevant candidate"
+        raise ValueError(f"no {mode} training batch can be made: no training question has {need}")
+    return plan_of
+
+
+def _dataset(generate, inputs, mode):
+    """`generate`'s `(inputs, labels)` batches as a `tf.data.Dataset`, each cut to its longest text."""
     extra = {"pointwise": 0, "pairwise": 1, "listwise": 1}[mode]
     input_spec = {key: tf.TensorSpec([None] * (value.ndim + extra), tf.as_dtype(value.dtype))
                   for key, value in inputs.items()}
@@ -177,10 +245,7 @@ def training_dataset(inputs, examples: Examples, mode, batch_size, seed, list_si
     label_spec = (tf.TensorSpec([None], tf.int32) if mode == "pointwise" else
                   tf.TensorSpec([None], tf.float32) if mode == "pairwise" else tf.TensorSpec([None, None], tf.float32))
     dataset = tf.data.Dataset.from_generator(generate, output_signature=(input_spec, label_spec))
-    dataset = dataset.map(lambda x, y: (trim_padding(x), y))
-    if mode != "listwise":  # a fixed number of batches per epoch: the progress bar knows the total
-        dataset = dataset.apply(tf.data.experimental.assert_cardinality(len(first_plan)))
-    return dataset.prefetch(2)
+    return dataset.map(lambda x, y: (trim_padding(x), y))
 
 
 def predict(model, inputs, batch_size=PREDICT_BATCH) -> np.ndarray:

@@ -24,7 +24,7 @@ import weakref
 import keras
 import tensorflow as tf
 
-from keras_match import text
+from keras_match import storage, text
 
 __all__ = ["CONFIG_FILE", "VOCABULARY_FILE", "FREQUENCIES_FILE", "PairPreprocessor", "trim_padding"]
 
@@ -259,11 +259,9 @@ class PairPreprocessor(keras.layers.Layer):
         """Writes `vocabulary.txt` (and `document_frequencies.tsv` with features) into `dir_path`."""
         self._check_ready()
         directory = pathlib.Path(dir_path)
-        self.encoder.save_vocabulary(_staged(directory / VOCABULARY_FILE))
-        os.replace(_staged(directory / VOCABULARY_FILE), directory / VOCABULARY_FILE)
+        storage.atomic_write(directory / VOCABULARY_FILE, self.encoder.save_vocabulary)
         if self.num_features:
-            self.overlap.save(_staged(directory / FREQUENCIES_FILE))
-            os.replace(_staged(directory / FREQUENCIES_FILE), directory / FREQUENCIES_FILE)
+            storage.atomic_write(directory / FREQUENCIES_FILE, self.overlap.save)
 
     def load_assets(self, dir_path):
         """Reads the files `save_assets` wrote (copied to a private folder: `dir_path` may be temporary).
@@ -297,9 +295,7 @@ class PairPreprocessor(keras.layers.Layer):
         directory.mkdir(parents=True, exist_ok=True)
         self.save_assets(directory)
         config = keras.saving.serialize_keras_object(self)
-        staged = _staged(directory / CONFIG_FILE)
-        staged.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
-        os.replace(staged, directory / CONFIG_FILE)
+        storage.write_text(directory / CONFIG_FILE, json.dumps(config, indent=2) + "\n")
 
     @classmethod
     def load(cls, directory):
@@ -322,8 +318,3 @@ class PairPreprocessor(keras.layers.Layer):
             raise ValueError(f"{path}: holds a {type(preprocessor).__name__}, not a {cls.__name__}")
         preprocessor.load_assets(directory)
         return preprocessor
-
-
-def _staged(path: pathlib.Path) -> pathlib.Path:
-    """The temporary name a file is written under before it is renamed into place."""
-    return path.with_name(path.name + ".tmp")

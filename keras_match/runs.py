@@ -9,7 +9,8 @@ RUN_DIR/
   model.keras          the trained model (best dev figure)
   metrics.json         dev and test figures, the epoch history, wall time
   logs/                TensorBoard logs
-  checkpoints/         state for resuming an interrupted run (removed when the run completes)
+  checkpoints/         an interrupted run's last complete epoch: state.json naming its weight files
+                       (keras_match.callbacks; removed when the run completes)
   .lock                held (flock) by the process that writes the run; holds its process id meanwhile
 ```
 
@@ -31,10 +32,11 @@ import shutil
 import keras
 import numpy as np
 
-from keras_match import heads, pipeline, preprocessing, tasks
+from keras_match import callbacks, heads, pipeline, preprocessing, storage, tasks
 
-__all__ = ["RunFiles", "Run", "load_run", "write_json", "read_json", "check_resume", "locked", "DamagedRunError",
-           "RunInUseError"]
+__all__ = ["RunFiles", "Run", "load_run", "write_json", "save_model", "read_json", "check_resume", "locked",
+           "DamagedRunError",
+           "RunInUseError", "ChangedInputError"]
 
 
 class DamagedRunError(ValueError):
@@ -58,10 +60,21 @@ class RunFiles:
 
 
 def write_json(path, obj):
-    """Writes `obj` as JSON to a temporary name, then renames it into place."""
-    staged = pathlib.Path(str(path) + ".tmp")
-    staged.write_text(json.dumps(obj, indent=2, default=_json_default) + "\n")
-    os.replace(staged, path)
+    """Writes `obj` as JSON to a temporary name, then renames it into place (`keras_match.storage`).
+
+    Raises:
+        keras_match.storage.WriteError: the write failed (the message names the path and why).
+    """
+    storage.write_text(path, json.dumps(obj, indent=2, default=_json_default) + "\n")
+
+
+def save_model(model, path):
+    """Saves `model` as a `.keras` file under a temporary name, then renames it into place.
+
+    Raises:
+        keras_match.storage.WriteError: the write failed (the message names the path and why).
+    """
+    storage.atomic_write(path, model.save)
 
 
 def read_json(path, remedy="retrain the run or restore the file"):
@@ -93,7 +106,7 @@ def _json_default(obj):
 
 
 RESUME_KEYS = ("zoo", "preset", "dataset", "train_split", "seed", "max_train_questions", "embeddings",
-               "overlap_features", "bm25_feature", "loss_mode")
+               "embeddings_sha256", "data_files", "overlap_features", "bm25_feature", "loss_mode")
 """The settings a resumed run must share with the interrupted one."""
 
 
@@ -138,11 +151,11 @@ class RunInUseError(ValueError):
 
 
 def finished_epochs(files: RunFiles) -> int:
-    """How many epochs an interrupted run finished (its dev state's history; 0 without one)."""
-    state = files.checkpoints / "dev_state.json"
+    """How many epochs an interrupted run finished (its checkpoint's; 0 without one)."""
+    state = files.checkpoints / callbacks.STATE_FILE
     if not state.exists():
         return 0
-    return len(read_json(state, "delete the run folder's checkpoints/ to restart the run").get("history", []))
+    return int(read_json(state, "delete the run folder's checkpoints/ to restart the run").get("epoch", 0))
 
 
 def check_resume(files: RunFiles, config: dict) -> bool:
@@ -153,6 +166,7 @@ def check_resume(files: RunFiles, config: dict) -> bool:
 
     Raises:
         FileExistsError: the folder holds a finished run.
+        ChangedInputError: a data or vector file it was trained on changed (the message names it).
         ValueError: it holds an interrupted run with other settings (the message names them).
     """
     if files.metrics.exists():
@@ -169,6 +183,7 @@ def check_resume(files: RunFiles, config: dict) -> bool:
         return False
     previous = read_json(files.config, "choose another --run-dir, or delete this one to start afresh")
     current = json.loads(json.dumps(config, default=_json_default))
+    _check_inputs_unchanged(files, previous, current)
     changed = [key for key in RESUME_KEYS if previous.get(key) != current.get(key)]
     if changed:
         raise ValueError(
@@ -176,6 +191,26 @@ def check_resume(files: RunFiles, config: dict) -> bool:
             "rerun with the same settings to resume it, or choose another --run-dir"
         )
     return True
+
+
+class ChangedInputError(ValueError):
+    """A file an interrupted run was trained on changed since (its sha256 differs from the one recorded)."""
+
+
+def _check_inputs_unchanged(files, previous, current):
+    """Raises `ChangedInputError` naming the first data or vector file whose sha256 differs from the run's record."""
+    remedy = "restore the file to resume the run, or choose another --run-dir to train on the new one"
+    before, now = previous.get("data_files") or {}, current.get("data_files") or {}
+    for split, record in before.items():
+        new = now.get(split)
+        if new is not None and new["file"] == record["file"] and new["sha256"] != record["sha256"]:
+            raise ChangedInputError(f"{record['file']} (the {split} split) changed since {files.root} began "
+                                    f"(sha256 {record['sha256'][:12]}... is now {new['sha256'][:12]}...); {remedy}")
+    old_vectors, new_vectors = previous.get("embeddings_sha256"), current.get("embeddings_sha256")
+    if (old_vectors and new_vectors and old_vectors != new_vectors
+            and previous.get("embeddings") == current.get("embeddings")):
+        raise ChangedInputError(f"{current.get('embeddings')} (the pretrained vectors) changed since {files.root} "
+                                f"began (sha256 {old_vectors[:12]}... is now {new_vectors[:12]}...); {remedy}")
 
 
 @dataclasses.dataclass

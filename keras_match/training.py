@@ -16,8 +16,9 @@ Every mode's batches are length-bucketed (examples of similar length share a bat
 unless `--set bucketing=false`; the run's `config.json` records it in its preset.
 
 An interrupted run (Ctrl-C, a killed process) resumes from its last completed epoch when `train` is called
-again with the same `run_dir`: Keras' `BackupAndRestore` brings back the weights, the optimizer and the epoch
-counter, and the dev callback keeps its best-so-far weights and patience counter on disk.
+again with the same `run_dir`: `keras_match.callbacks.DevEvaluationCallback` checkpoints the weights, the optimizer,
+the random-seed state, the best-so-far weights and the patience counter as one commit after each epoch, and the
+input pipeline continues its epoch sequence, so the resumed run ends as the uninterrupted one would.
 """
 
 from __future__ import annotations
@@ -35,7 +36,9 @@ import numpy as np
 from keras_match import heads, losses, pipeline, runs, tasks, text, zoo
 from keras_match import vectors as vectors_lib
 from keras_match.callbacks import DevEvaluationCallback
+from keras_match.datasets.base import DataFormatError
 from keras_match.datasets.catalog import load_by_name
+from keras_match.datasets.download import sha256_of
 from keras_match.preprocessing import PairPreprocessor
 
 __all__ = ["train", "build_preprocessor", "default_embeddings_path", "load_run", "Run"]
@@ -63,6 +66,15 @@ def describe_split(name, split):
 
 
 # ------------------------------------------------------------------------------------------------------ steps
+
+
+def _data_files(dataset):
+    """`{split: {"file": path, "sha256": digest}}` for each split read from a file: what the run was trained on."""
+    files = {}
+    for name, split in dataset.splits.items():
+        if split.source and os.path.isfile(split.source):
+            files[name] = {"file": str(split.source), "sha256": sha256_of(split.source)}
+    return files
 
 
 def _resolve_preset(name, task, epochs, batch_size, overrides):
@@ -241,8 +253,9 @@ def train(
             raise ValueError(f"dataset {dataset.name!r} has no {split!r} split; training needs train and dev")
     task = tasks.task_for(dataset)
     if isinstance(task, tasks.RankingTask) and not any(q.has_positive for q in dataset["dev"].questions):
-        raise ValueError(f"the dev split of {dataset.name!r} ({dataset['dev'].source or 'no file'}) has no question "
-                         "with a relevant answer: early stopping on dev MAP needs some; check its labels")
+        raise DataFormatError(dataset["dev"].source or dataset.name, None,
+                              f"the dev split of {dataset.name!r} has no question with a relevant answer: early "
+                              "stopping on dev MAP needs some; check its labels")
 
     # 2. the settings
     preset, mode = _resolve_preset(name, task, epochs, batch_size, overrides)
@@ -265,6 +278,7 @@ def train(
         "max_train_questions": max_train_questions,
         "embeddings": str(embeddings_path) if embeddings_path else None,
         "embeddings_sha256": vectors.sha256 if vectors is not None else None,
+        "data_files": _data_files(dataset),
         "max_question_length": settings["max_question_length"],
         "max_answer_length": settings["max_answer_length"],
         "lowercase": True,
@@ -292,32 +306,32 @@ def train(
         # 5. the inputs
         train_inputs = pipeline.encode(preprocessor, train_examples.texts)
         dev_inputs = pipeline.encode(preprocessor, dev_examples.texts)
-        train_batches = pipeline.training_dataset(train_inputs, train_examples, mode, settings["batch_size"], seed,
-                                                  list_size=settings.get("list_size"),
-                                                  bucketing=bool(settings.get("bucketing", True)))
 
-        # 6. fit with dev early stopping
+        # 6. fit with dev early stopping; an interrupted run continues from its checkpoint's last epoch
         dev = DevEvaluationCallback(_evaluator(task, model, dev_inputs, dev_examples), task.monitor, task.figures,
                                     model, files.checkpoints, patience=settings["patience"])
-        callbacks = [
-            dev,
-            keras.callbacks.BackupAndRestore(str(files.checkpoints / "backup"), delete_checkpoint=False),
-            keras.callbacks.TensorBoard(str(files.logs), write_graph=False, profile_batch=0),
-        ]
+        train_batches = pipeline.training_epochs(train_inputs, train_examples, mode, settings["batch_size"], seed,
+                                                 max(settings["epochs"], dev.completed_epochs + 1),
+                                                 list_size=settings.get("list_size"),
+                                                 first_epoch=dev.completed_epochs,
+                                                 bucketing=bool(settings.get("bucketing", True)))
+        callbacks = [dev, keras.callbacks.TensorBoard(str(files.logs), write_graph=False, profile_batch=0)]
         print(
             f"training {name} on {spec} ({task.kind}, {mode} batches"
             f"{', length-bucketed' if settings.get('bucketing', True) else ''}): {describe_split('train', train_data)}, "
             f"{_describe_vocabulary(preprocessor, coverage)}"
-            + (" (resuming)" if resuming else ""),
+            + (f" (resuming after epoch {dev.completed_epochs})" if resuming else ""),
             flush=True,
         )
         for split_name in ("dev", "test"):
             if split_name in dataset:
                 print(describe_split(split_name, dataset[split_name]), flush=True)
-        fit_start = time.time()
+        fit_start, first_epoch = time.time(), dev.completed_epochs
         try:
             # the batches are reshuffled by the pipeline (seeded); fit's own shuffle does not apply to datasets
-            fit_model.fit(train_batches, epochs=settings["epochs"], callbacks=callbacks, verbose=verbose, shuffle=False)
+            if not dev.stopped and dev.completed_epochs < settings["epochs"]:
+                fit_model.fit(train_batches.dataset, steps_per_epoch=train_batches.steps_per_epoch,
+                              epochs=settings["epochs"], callbacks=callbacks, verbose=verbose, shuffle=False)
         except KeyboardInterrupt:
             print(
                 f"\ninterrupted: the last completed epoch is saved in {files.checkpoints}; run the same command "
@@ -350,8 +364,10 @@ def train(
                 report[split_name] = _evaluator(task, model, inputs, examples)()
                 report["summary"][split_name] = task.summary(report[split_name])
         report["wall_time_s"] = round(time.time() - start, 1)
-        report["train_pairs_per_s"] = round(len(train_examples) * epochs_run / fit_seconds, 1) if fit_seconds else None
-        model.save(files.model)
+        trained_here = epochs_run - first_epoch  # a resumed run: the epochs of this process only
+        report["train_pairs_per_s"] = (round(len(train_examples) * trained_here / fit_seconds, 1)
+                                       if trained_here > 0 and fit_seconds > 0 else None)
+        runs.save_model(model, files.model)
         runs.write_json(files.metrics, report)
         shutil.rmtree(files.checkpoints, ignore_errors=True)
         return report

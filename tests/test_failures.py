@@ -1,6 +1,7 @@
 """Runs that fail loudly (issue 17): arguments are checked before anything is written, a failed start never
 blocks the corrected command, every setting value is checked, export options are checked before a version is
-written. Each case: the exit status (2: usage error), one line naming the argument, nothing left behind."""
+written. Each case: the exit status (2: usage error, 1: a failure of the data, the run or the machine), one line
+naming the argument or file, nothing left behind. Kills, changed inputs and write failures: tests/test_crashes.py."""
 
 import json
 
@@ -127,24 +128,6 @@ def test_a_damaged_run_file_is_named_and_fails_with_status_1(trained_run, tmp_pa
     assert re.search(message, line) and str(copy / name) in line
 
 
-def test_a_damaged_dev_state_is_named_when_resuming(data_dir, tmp_path, monkeypatch, capsys):
-    import keras
-
-    run_dir = tmp_path / "run"
-
-    def stop(self, epoch, logs=None):
-        raise KeyboardInterrupt
-
-    with monkeypatch.context() as patch:
-        patch.setattr(keras.callbacks.TensorBoard, "on_epoch_end", stop)
-        assert cli.main(train_args(data_dir, run_dir, "--epochs", "2")) == 130
-    capsys.readouterr()
-    _truncate(run_dir / "checkpoints" / "dev_state.json")
-    assert cli.main(train_args(data_dir, run_dir, "--epochs", "2")) == 1
-    line = _one_line(capsys)
-    assert "dev_state.json is damaged" in line and "delete the run folder's checkpoints/" in line
-
-
 def test_a_second_writer_of_a_run_folder_is_refused_with_the_holders_pid(data_dir, tmp_path, capsys):
     import os
 
@@ -153,7 +136,7 @@ def test_a_second_writer_of_a_run_folder_is_refused_with_the_holders_pid(data_di
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     with runs.locked(run_dir):  # as a `keras-match train` in progress would hold it
-        assert cli.main(train_args(data_dir, run_dir, "--epochs", "1")) == 2
+        assert cli.main(train_args(data_dir, run_dir, "--epochs", "1")) == 1  # a failure, not a usage error
         line = _one_line(capsys)
         assert f"is in use by process {os.getpid()}" in line and "choose another --run-dir" in line
         assert not (run_dir / "config.json").exists()
@@ -185,7 +168,21 @@ def test_a_dev_split_without_relevant_answers_is_named_at_load(tmp_path, capsys)
     _write_jsonl(folder / "train.jsonl", ROWS)
     _write_jsonl(folder / "dev.jsonl", [(q, t, a, 0) for q, t, a, _ in ROWS])
     assert cli.main(["train", "mcan_fm", "--dataset", str(folder), "--run-dir", str(tmp_path / "run"),
-                     "--embeddings", "none"]) == 2
+                     "--embeddings", "none"]) == 1  # the data's fault: a failure, not a usage error
     line = _one_line(capsys)
     assert "dev split" in line and "dev.jsonl" in line and "no question with a relevant answer" in line
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_malformed_data_file_is_a_failure_naming_file_line_and_field(tmp_path, capsys):
+    folder = tmp_path / "data"
+    folder.mkdir()
+    _write_jsonl(folder / "train.jsonl", ROWS)
+    _write_jsonl(folder / "dev.jsonl", ROWS)
+    with (folder / "dev.jsonl").open("a", encoding="utf-8") as f:
+        f.write(json.dumps({"qid": "q3", "question": "why ?", "answer": "because .", "label": "yes"}) + "\n")
+    assert cli.main(["train", "mcan_fm", "--dataset", str(folder), "--run-dir", str(tmp_path / "run"),
+                     "--embeddings", "none"]) == 1
+    line = _one_line(capsys)
+    assert f"{folder / 'dev.jsonl'}, line 5" in line and "label" in line
     assert not (tmp_path / "run").exists()

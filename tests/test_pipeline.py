@@ -256,6 +256,45 @@ def test_each_pass_is_the_next_epoch(inputs, examples, mode):
     assert not _same_epoch(_epoch(other_seed), first)
 
 
+@pytest.mark.parametrize("mode", ["pointwise", "pairwise", "listwise"])
+def test_training_epochs_yield_every_epoch_in_one_pass_with_equal_counts(inputs, examples, mode):
+    """What training fits on: epochs back to back, each `steps_per_epoch` batches, each example (list) once per
+    epoch; epochs 0..2 are `training_dataset`'s passes (listwise: the same lists, a batch halved where needed)."""
+    run = pipeline.training_epochs(inputs, examples, mode, BATCH[mode], SEED, 3)
+    batches = _epoch(run.dataset)
+    steps = run.steps_per_epoch
+    assert len(batches) == 3 * steps
+    passes = pipeline.training_dataset(inputs, examples, mode, BATCH[mode], SEED)
+    for epoch in range(3):
+        mine, theirs = batches[epoch * steps:(epoch + 1) * steps], _epoch(passes)
+        if mode != "listwise":
+            assert _same_epoch(mine, theirs)
+        else:
+            assert len(mine) >= len(theirs)
+            assert _lists_of(mine) == _lists_of(theirs)  # the same lists in the same order
+    resumed = pipeline.training_epochs(inputs, examples, mode, BATCH[mode], SEED, 3, first_epoch=1)
+    assert resumed.steps_per_epoch == steps
+    assert _same_epoch(_epoch(resumed.dataset), batches[steps:])
+    with pytest.raises(ValueError, match="epochs must be an integer above first_epoch=2"):
+        pipeline.training_epochs(inputs, examples, mode, BATCH[mode], SEED, 2, first_epoch=2)
+
+
+def test_listwise_epochs_of_unequal_plans_are_cut_to_the_longest(inputs, examples):
+    counts = [len(_plan(examples, "listwise", e, list_size=None)) for e in range(6)]
+    run = pipeline.training_epochs(inputs, examples, "listwise", BATCH["listwise"], SEED, 6)
+    assert run.steps_per_epoch == max(counts)
+
+
+def _lists_of(batches):
+    """Each real list of a listwise epoch as a tuple of its (question ids, answer ids) rows, in order."""
+    out = []
+    for x, y in batches:
+        for row in range(len(y)):
+            real = y[row] != -1
+            out.append(tuple(x["answer"][row][real][:, :5].reshape(-1).tolist()) + (int(real.sum()),))
+    return out
+
+
 def _same_epoch(a, b):
     if len(a) != len(b):
         return False

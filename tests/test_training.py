@@ -68,7 +68,7 @@ def test_interrupted_run_resumes_from_its_last_epoch(data_dir, tmp_path, monkeyp
         patch.setattr(keras.callbacks.TensorBoard, "on_epoch_end", crash_after_first_epoch)
         assert cli.main(_train_args(data_dir, run_dir, "--epochs", "3", "--set", "patience=5")) == 130
     assert epochs_seen == [0]
-    assert (run_dir / "checkpoints" / "dev_state.json").exists()
+    assert json.loads((run_dir / "checkpoints" / callbacks.STATE_FILE).read_text())["epoch"] == 1
     assert not (run_dir / "metrics.json").exists()
 
     # Resuming with other settings is refused rather than mixing two runs.

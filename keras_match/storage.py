@@ -1,0 +1,107 @@
+"""Writing files so that a failure never leaves a partial file in place, and says which path failed and why.
+
+Every file a run or an export writes goes through `atomic_write`: the content is written to a temporary name
+beside the target (`.staged-NAME`, which keeps the target's suffix: Keras and h5py choose their format by it) and
+renamed over the target only when complete. `os.replace` within one folder is atomic on POSIX, so a reader, or a
+process resumed after a kill, sees either the old file or the new one, never a mixture. A write that fails (a full
+disk, a read-only or forbidden folder, a file-size limit) removes the temporary file and raises `WriteError`,
+whose one-line message names the target path and the system's reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import pathlib
+
+__all__ = ["WriteError", "atomic_write", "staged_path", "write_text", "describe_os_error", "remedy", "writing"]
+
+
+class WriteError(OSError):
+    """A file could not be written; the message names the path, the reason and what to do."""
+
+
+_REMEDIES = {
+    errno.ENOSPC: "free space on that disk or write elsewhere",
+    errno.EDQUOT: "free space within the disk quota or write elsewhere",
+    errno.EFBIG: "the file exceeds the process's file-size limit (ulimit -f): raise it or write elsewhere",
+    errno.EROFS: "the file system is read-only: write elsewhere",
+    errno.EACCES: "no permission to write there: write elsewhere or change the folder's permissions",
+    errno.EPERM: "no permission to write there: write elsewhere or change the folder's permissions",
+}
+
+
+def describe_os_error(error: BaseException) -> str:
+    """The system's reason in `error` as a few words (`"No space left on device"`), for any OSError, including
+    h5py's, whose text holds the errno only inside its message."""
+    code = getattr(error, "errno", None)
+    if code is None:  # h5py: "Unable to synchronously create file (... errno = 28, error message = '...')"
+        text = str(error)
+        for candidate in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES, errno.EPERM):
+            if f"errno = {candidate}," in text or os.strerror(candidate) in text:
+                code = candidate
+                break
+    if code is not None:
+        return os.strerror(code)
+    return str(error).splitlines()[0] if str(error) else type(error).__name__
+
+
+def remedy(error: BaseException) -> str:
+    """What to do about a failed write, from its errno."""
+    for code, remedy in _REMEDIES.items():
+        if os.strerror(code) == describe_os_error(error):
+            return remedy
+    return "check the path and the disk"
+
+
+@contextlib.contextmanager
+def writing(target, also=()):
+    """Turns an OSError (and the exception types in `also`, such as TensorFlow's `tf.errors.OpError`) raised
+    while the block writes `target` into a `WriteError` naming `target`; the block cleans up its own partial
+    output (a temporary folder it removes)."""
+    try:
+        yield
+    except (WriteError, FileExistsError):
+        raise
+    except (OSError, *also) as error:
+        raise WriteError(f"cannot write {target}: {describe_os_error(error)}; {remedy(error)}") from None
+
+
+def staged_path(path) -> pathlib.Path:
+    """The temporary name `atomic_write` writes `path`'s content to: `.staged-NAME` in the same folder."""
+    path = pathlib.Path(path)
+    return path.with_name(f".staged-{path.name}")
+
+
+def atomic_write(path, write) -> pathlib.Path:
+    """Calls `write(staged)` to write the content to a temporary name, then renames it to `path`.
+
+    Args:
+        path: the target file (its folder must exist).
+        write: a function of one path argument that writes the whole content there (`model.save_weights`, ...).
+
+    Returns:
+        `path` as a `pathlib.Path`.
+
+    Raises:
+        WriteError: writing or renaming failed with an OSError (also h5py's); the temporary file is removed and
+            `path` is as it was.
+    """
+    path = pathlib.Path(path)
+    staged = staged_path(path)
+    try:
+        write(staged)
+        os.replace(staged, path)
+    except OSError as error:
+        try:
+            staged.unlink(missing_ok=True)
+        except OSError:
+            pass
+        raise WriteError(f"cannot write {path}: {describe_os_error(error)}; {remedy(error)}") from None
+    return path
+
+
+def write_text(path, text: str) -> pathlib.Path:
+    """Writes `text` (UTF-8, `\\n` line endings) to `path` through `atomic_write`."""
+    return atomic_write(path, lambda staged: pathlib.Path(staged).write_text(text, encoding="utf-8", newline="\n"))
