@@ -5,6 +5,8 @@ keras-match train mcan_fm --dataset trecqa-clean
 keras-match evaluate runs/mcan_fm-trecqa-clean --dataset wikiqa
 keras-match predict runs/mcan_fm-trecqa-clean --question "..." --answer "..." --answer "..."
 keras-match export runs/mcan_fm-trecqa-clean --to export/mcan_fm
+keras-match tune mcan_fm --dataset trecqa-clean --tuner random --max-trials 12 --dir tuning-runs/mcan_fm
+keras-match train mcan_fm --config tuning-runs/mcan_fm/best.json
 keras-match zoo
 ```
 """
@@ -58,10 +60,22 @@ def _parse_settings(name, items):
     return overrides
 
 
+def _settings(args):
+    """The `--config FILE` settings (a `best.json` of `keras-match tune`) updated by the `--set` ones, with
+    `epochs` / `batch_size` moved to their options."""
+    overrides = {}
+    if getattr(args, "config", None):
+        from keras_match import zoo
+
+        overrides.update(zoo.read_config(args.config, args.name))
+    overrides.update(_parse_settings(args.name, args.set or []))
+    return overrides
+
+
 def _cmd_train(args):
     from keras_match.training import train
 
-    overrides = _parse_settings(args.name, args.set or [])
+    overrides = _settings(args)
     for key in ("epochs", "batch_size"):  # settings that are also options: one or the other
         if key in overrides:
             option = "--" + key.replace("_", "-")
@@ -150,6 +164,38 @@ def _cmd_export(args):
               f"{result.max_abs_diff:.2g} on {result.num_samples} sample pairs)")
 
 
+def _cmd_tune(args):
+    from keras_match import tuning
+
+    overrides = _settings(args)
+    for key in ("epochs", "batch_size"):
+        if key in overrides and getattr(args, key, None) is not None:
+            raise ValueError(f"--{key.replace('_', '-')} and --set {key}=... both given: give one")
+    if args.epochs is not None:
+        overrides["epochs"] = args.epochs
+    if args.max_trials is not None and args.tuner == "hyperband":
+        raise ValueError("--max-trials does not apply to --tuner hyperband (its brackets set the trials); drop it")
+    space = tuning.space_for(args.name)  # before the data is read: a missing space fails at once
+    hypermodel = tuning.MatchHyperModel(
+        args.name, args.dataset, space=space, data_dir=args.data_dir, train_split=args.train_split,
+        embeddings_path=args.embeddings if args.embeddings != "none" else None, seed=args.seed,
+        max_train_questions=args.max_train_questions, verbose=2, **overrides)
+    tuner = tuning.make_tuner(hypermodel, args.tuner, args.dir, max_trials=args.max_trials, seed=args.seed)
+    print(f"searching {args.name} on {hypermodel.dataset_name} with {args.tuner} over {space['file']} "
+          f"({len(space['hyperparameters'])} hyperparameters); objective dev {hypermodel.task.monitor.upper()}; "
+          f"search state in {args.dir}", flush=True)
+    tuner.search(verbose=0)
+    result = tuning.write_results(tuner, hypermodel, args.dir)
+    done = [r for r in result["trials"] if r["dev"] is not None]
+    print(f"{len(result['trials'])} trials ({len(done)} finished); table {result['files']['csv']}, plot "
+          f"{result['files']['plot']}")
+    if result["best"]:
+        best = result["best"]
+        print(f"best: trial {best['trial']}, dev {best['objective'][4:].upper()} {best['dev']:.4f}: "
+              + ", ".join(f"{k}={json.dumps(v)}" for k, v in best["settings"].items()))
+        print(f"retrain it: keras-match train {args.name} --dataset {args.dataset} --config {result['files']['best']}")
+
+
 def _cmd_zoo(args):
     from keras_match import zoo
 
@@ -183,7 +229,28 @@ def build_parser():
     p.add_argument("--set", action="append", metavar="KEY=JSON",
                    help="override a preset setting, e.g. --set lstm_units=100, --set loss=listwise_softmax "
                    "(pointwise, pairwise_hinge, listwise_softmax), --set head=score (repeatable)")
+    p.add_argument("--config", default=None, metavar="FILE",
+                   help="the settings of a best.json written by `keras-match tune` (--set overrides them)")
     p.set_defaults(func=_cmd_train)
+
+    p = sub.add_parser("tune", help="search a zoo model's hyperparameter grid (tuning/) with Keras Tuner on dev; "
+                       "rerun the same command to continue an interrupted search")
+    p.add_argument("name", help="zoo entry, see `keras-match zoo`")
+    p.add_argument("--dataset", default="trecqa-clean", help="as for train")
+    p.add_argument("--train-split", choices=["train-all", "train"], default=None)
+    p.add_argument("--data-dir", default=None)
+    p.add_argument("--embeddings", default="default", help="as for train")
+    p.add_argument("--tuner", choices=["grid", "random", "hyperband", "bayesian"], default="random")
+    p.add_argument("--max-trials", type=_positive_int, default=None,
+                   help="trials to run (default: every combination for grid, 10 for random and bayesian)")
+    p.add_argument("--dir", required=True, help="the search folder: Keras Tuner's state, trials.csv / .json, "
+                   "trials.png, best.json")
+    p.add_argument("--epochs", type=_positive_int, default=None, help="epochs per trial (Hyperband: its largest)")
+    p.add_argument("--max-train-questions", type=_positive_int, default=None)
+    p.add_argument("--seed", type=int, default=1234)
+    p.add_argument("--set", action="append", metavar="KEY=JSON", help="fix a setting for every trial")
+    p.add_argument("--config", default=None, metavar="FILE", help="fixed settings from a best.json")
+    p.set_defaults(func=_cmd_tune)
 
     p = sub.add_parser("evaluate", help="score a trained run on a dataset's test split (MAP / MRR / P@1 or "
                        "accuracy / F1)")

@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 import importlib.resources
 import json
+import pathlib
 
 import keras
 
@@ -249,3 +250,22 @@ def load(name, *, vocab_size=None, embeddings=None, num_features=None, compile=T
     preset = resolve(name, **overrides)
     model = build(preset, vocab_size=vocab_size, embeddings=embeddings, num_features=num_features)
     return compile_model(model, preset) if compile else model
+
+
+def read_config(path, name) -> dict:
+    """The settings of a `best.json` written by `write_results`, for `keras-match train NAME --config FILE`.
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: not a best-configuration file, or one of another zoo entry.
+    """
+    path = pathlib.Path(path)
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as error:
+        raise ValueError(f"{path}: not valid JSON ({error})") from None
+    if not isinstance(config, dict) or not isinstance(config.get("settings"), dict):
+        raise ValueError(f"{path}: not a best configuration (no \"settings\" object); `keras-match tune` writes one")
+    if config.get("zoo") not in (None, name):
+        raise ValueError(f"{path} configures zoo entry {config['zoo']!r}, not {name!r}")
+    return dict(config["settings"])

@@ -1,0 +1,412 @@
+"""Keras Tuner over the papers' hyperparameter grids.
+
+A search space is a JSON file of the `tuning/` folder (installed as `keras_match.tuning_spaces`), one per paper,
+naming the zoo builders it serves and declaring each hyperparameter by the zoo setting it sets (`--set` names):
+
+```json
+{"builders": ["ctrn", "qrnn"], "source": "...",
+ "hyperparameters": {"filters": {"type": "int", "min_value": 128, "max_value": 1024, "step": 128},
+                     "learning_rate": {"type": "choice", "values": [0.001, 0.0001]}}}
+```
+
+Kinds: `int` (`min_value`, `max_value`, optional `step`), `float` (`min_value`, `max_value`, optional `step`,
+`sampling`), `choice` (`values`: JSON values; `null` and mixed kinds allowed), `boolean`, `fixed` (`value`).
+
+`MatchHyperModel` is a `keras_tuner.HyperModel` of a zoo entry on a dataset: the data, the preprocessor (whose
+vocabulary does not depend on the hyperparameters) and the embedding matrix are made once; `build(hp)` builds
+the entry's model with the trial's settings and `fit(hp, model)` trains it with the run's input pipeline
+(`keras_match.pipeline.training_epochs`, the batches of the loss's mode) and the dev evaluation of
+`keras_match.callbacks.DevEvaluationCallback`, which puts the dataset's own figure over the whole dev split into
+the epoch logs (`val_map` for ranking, `val_accuracy` for classification): that is the objective the oracle
+receives, not a per-batch Keras metric. `make_tuner` wraps it in one of Keras Tuner's tuners; `write_results`
+writes the trial table (CSV, JSON), the best configuration (`best.json`, which `keras-match train NAME --config
+best.json` retrains) and a plot of the dev figure per trial.
+
+Keras Tuner keeps the search in `DIR/PROJECT/`: the same command run again after an interruption reloads it, so
+finished trials are not repeated; a trial that fails is recorded with its error and the search goes on.
+"""
+
+from __future__ import annotations
+
+import csv
+import importlib.resources
+import json
+import pathlib
+import time
+
+import keras
+import numpy as np
+
+try:
+    import keras_tuner as kt
+except ImportError as error:  # pragma: no cover - the `tune` extra installs it
+    raise ImportError("keras_match.tuning needs keras-tuner: pip install 'keras-match[tune]'") from error
+
+from keras_match import heads, pipeline, storage, tasks, text, training, zoo
+from keras_match import vectors as vectors_lib
+from keras_match.callbacks import DevEvaluationCallback
+from keras_match.datasets.catalog import load_by_name
+
+__all__ = ["space_for", "declare", "MatchHyperModel", "make_tuner", "trial_rows", "write_results", "TUNERS"]
+
+TUNERS = ("grid", "random", "hyperband", "bayesian")
+SPACE_PACKAGE = "keras_match.tuning_spaces"
+_KINDS = {"int": ("min_value", "max_value"), "float": ("min_value", "max_value"), "choice": ("values",),
+          "boolean": (), "fixed": ("value",)}
+
+
+def _space_files():
+    root = importlib.resources.files(SPACE_PACKAGE)
+    return sorted((p for p in root.iterdir() if p.name.endswith(".json")), key=lambda p: p.name)
+
+
+def space_for(name) -> dict:
+    """The search space of zoo entry `name`: the `tuning/` file whose `builders` list its builder.
+
+    Returns:
+        The file's JSON object, with `"file"` (its name) added.
+
+    Raises:
+        FileNotFoundError: no space file serves the entry's builder (the message names the file to add).
+        ValueError: the file is malformed, or names a setting the entry does not have.
+    """
+    builder = zoo.describe(name)["builder"]
+    for path in _space_files():
+        try:
+            space = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError as error:
+            raise ValueError(f"search space {path.name} is not valid JSON: {error}") from None
+        if builder in space.get("builders", []):
+            _check_space(name, space, path.name)
+            return dict(space, file=path.name)
+    raise FileNotFoundError(f"zoo entry {name!r} has no search space: add tuning/{builder}.json with "
+                            f"\"builders\": [\"{builder}\"] and its \"hyperparameters\"")
+
+
+def _check_space(name, space, file):
+    values = space.get("hyperparameters")
+    if not isinstance(values, dict) or not values:
+        raise ValueError(f"search space {file}: \"hyperparameters\" must be a non-empty object")
+    for key, spec in values.items():
+        kind = spec.get("type") if isinstance(spec, dict) else None
+        if kind not in _KINDS:
+            raise ValueError(f"search space {file}, hyperparameter {key!r}: \"type\" must be one of {list(_KINDS)}")
+        missing = [field for field in _KINDS[kind] if field not in spec]
+        if missing:
+            raise ValueError(f"search space {file}, hyperparameter {key!r}: {kind} needs {missing}")
+    example = {key: _example(spec) for key, spec in values.items()}
+    try:
+        zoo.resolve(name, **example)
+    except ValueError as error:
+        raise ValueError(f"search space {file} does not fit zoo entry {name!r}: {error}") from None
+
+
+def _example(spec):
+    kind = spec["type"]
+    return {"int": lambda: spec["min_value"], "float": lambda: spec["min_value"], "choice": lambda: spec["values"][0],
+            "boolean": lambda: False, "fixed": lambda: spec["value"]}[kind]()
+
+
+def _json_choice(values):
+    """Whether a choice's values go to Keras Tuner as JSON text: it takes one kind of value and no null."""
+    kinds = {type(v) for v in values}
+    return None in values or len(kinds) > 1 or not kinds <= {int, float, str, bool}
+
+
+def declare(hp, space) -> dict:
+    """Declares the space's hyperparameters on `hp` (a `keras_tuner.HyperParameters`) and returns the trial's
+    values as zoo settings (a choice with `null` or mixed kinds travels as JSON text and is decoded here)."""
+    values = {}
+    for key, spec in space["hyperparameters"].items():
+        kind = spec["type"]
+        if kind == "int":
+            values[key] = hp.Int(key, spec["min_value"], spec["max_value"], step=spec.get("step", 1))
+        elif kind == "float":
+            values[key] = hp.Float(key, spec["min_value"], spec["max_value"], step=spec.get("step"),
+                                   sampling=spec.get("sampling", "linear"))
+        elif kind == "choice":
+            if _json_choice(spec["values"]):
+                values[key] = json.loads(hp.Choice(key, [json.dumps(v) for v in spec["values"]]))
+            else:
+                values[key] = hp.Choice(key, spec["values"])
+        elif kind == "boolean":
+            values[key] = hp.Boolean(key)
+        else:
+            values[key] = hp.Fixed(key, spec["value"])
+    return values
+
+
+class _TrialClock(keras.callbacks.Callback):
+    """Adds `trial_seconds` (since the trial's fit began) to every epoch's logs, so Keras Tuner records it."""
+
+    def on_train_begin(self, logs=None):
+        self.start = time.time()
+
+    def on_epoch_end(self, epoch, logs=None):
+        if logs is not None:
+            logs["trial_seconds"] = time.time() - self.start
+
+
+class MatchHyperModel(kt.HyperModel):
+    """A `keras_tuner.HyperModel` of a zoo entry on a dataset (see the module docstring).
+
+    Args:
+        name: zoo entry.
+        data: dataset name or path (as `keras_match.train`).
+        space: the search space (default `space_for(name)`).
+        data_dir, train_split, embeddings_path, seed, max_train_questions: as `keras_match.train`.
+        verbose: Keras' progress display inside a trial (`"auto"`, 0, 1, 2).
+        **overrides: fixed settings for every trial (`epochs=10`, `loss="listwise_softmax"`); a key of the space
+            cannot be fixed here.
+
+    Raises:
+        ValueError: unknown entry, setting or dataset; an override that the space also tunes.
+        FileNotFoundError: no search space for the entry.
+    """
+
+    def __init__(self, name, data="trecqa-clean", *, space=None, data_dir=None, train_split=None,
+                 embeddings_path="default", seed=1234, max_train_questions=None, verbose="auto", **overrides):
+        super().__init__(name=f"{name}_search")
+        self.zoo_name, self.seed, self.verbose = name, seed, verbose
+        self.space = space if space is not None else space_for(name)
+        tuned = sorted(set(overrides) & set(self.space["hyperparameters"]))
+        if tuned:
+            raise ValueError(f"{tuned} are searched by {self.space.get('file', 'the space')}; do not fix them")
+        self.overrides = dict(overrides)
+        dataset = load_by_name(data, data_dir=data_dir, train_split=train_split)
+        self.task = tasks.task_for(dataset)
+        base, self.mode = training._resolve_preset(name, self.task, None, None, dict(self.overrides))
+        if embeddings_path == "default":
+            embeddings_path = training.default_embeddings_path(data_dir)
+        vectors = vectors_lib.load_vectors(embeddings_path) if embeddings_path else None
+        train_data = dataset["train"]
+        if max_train_questions:
+            train_data = train_data.head(max_train_questions)
+        self.train_examples = self.task.examples(train_data)
+        self.dev_examples = self.task.examples(dataset["dev"])
+        self.preprocessor = training.build_preprocessor(self.train_examples, base, vectors)
+        self.train_inputs = pipeline.encode(self.preprocessor, self.train_examples.texts)
+        self.dev_inputs = pipeline.encode(self.preprocessor, self.dev_examples.texts)
+        self.embeddings = None
+        if vectors is not None:
+            self.embeddings, _ = text.load_embeddings(vectors, self.preprocessor.encoder, seed=seed)
+        self.dataset_name = data if isinstance(data, str) else dataset.name
+
+    @property
+    def objective(self):
+        """The oracle's objective: the dev figure the task chooses models by, from the epoch logs."""
+        return kt.Objective(f"val_{self.task.monitor}", direction="max")
+
+    def settings(self, hp) -> dict:
+        """The trial's zoo settings: the fixed overrides and the space's values."""
+        return {**self.overrides, **declare(hp, self.space)}
+
+    def preset(self, hp) -> dict:
+        preset, _ = training._resolve_preset(self.zoo_name, self.task, None, None, self.settings(hp))
+        return preset
+
+    def build(self, hp):
+        """The entry's model with the trial's settings, compiled for the loss's batching mode."""
+        preset = self.preset(hp)
+        keras.utils.set_random_seed(self.seed)
+        if self.embeddings is None:
+            preset["model"]["trainable_embeddings"] = True
+        model = zoo.build(preset, vocab_size=self.preprocessor.vocab_size, embeddings=self.embeddings,
+                          num_features=self.preprocessor.num_features)
+        return training._compile_for_mode(model, preset, self.mode)
+
+    def fit(self, hp, model, *args, callbacks=None, epochs=None, initial_epoch=0, **kwargs):
+        """Trains `model` on the training split and evaluates the dev split after every epoch.
+
+        Keras Tuner passes its callbacks (and, for Hyperband, `epochs` and `initial_epoch`); other arguments are
+        not used: the data is the hypermodel's.
+
+        Returns:
+            The Keras `History`, whose `val_<figure>` the tuner reads as the objective.
+        """
+        settings = self.preset(hp)["training"]
+        epochs = int(epochs or settings["epochs"])
+        scorer = model.scorer if isinstance(model, heads.ListScorer) else model
+        dev = DevEvaluationCallback(training._evaluator(self.task, scorer, self.dev_inputs, self.dev_examples),
+                                    self.task.monitor, self.task.figures, scorer, None,
+                                    patience=settings["patience"])
+        batches = pipeline.training_epochs(self.train_inputs, self.train_examples, self.mode, settings["batch_size"],
+                                           self.seed, epochs, list_size=settings.get("list_size"),
+                                           first_epoch=initial_epoch, bucketing=bool(settings.get("bucketing", True)))
+        return model.fit(batches.dataset, steps_per_epoch=batches.steps_per_epoch, epochs=epochs,
+                         initial_epoch=initial_epoch, callbacks=[dev, _TrialClock(), *(callbacks or [])],
+                         verbose=self.verbose, shuffle=False)
+
+
+def make_tuner(hypermodel, kind, directory, *, max_trials=None, project="search", seed=1234, max_epochs=None):
+    """A Keras Tuner tuner over `hypermodel` that prints one line per finished trial.
+
+    Args:
+        hypermodel: a `MatchHyperModel`.
+        kind: `"grid"`, `"random"`, `"hyperband"` or `"bayesian"`.
+        directory: the search folder; the same folder and project continue an interrupted search.
+        max_trials: trials to run (grid: default every combination; random and bayesian: default 10; Hyperband
+            decides its own count).
+        project: the project name inside `directory`.
+        seed: the oracle's seed.
+        max_epochs: Hyperband's largest epoch budget (default the preset's epochs).
+
+    Raises:
+        ValueError: unknown kind, or `max_trials` that is not a positive integer.
+    """
+    if kind not in TUNERS:
+        raise ValueError(f"unknown tuner {kind!r}; valid: {list(TUNERS)}")
+    if max_trials is not None and (isinstance(max_trials, bool) or not isinstance(max_trials, int)
+                                   or max_trials < 1):
+        raise ValueError(f"max_trials must be a positive integer, got {max_trials!r}")
+    common = dict(objective=hypermodel.objective, seed=seed, max_consecutive_failed_trials=10)
+    if kind == "grid":
+        oracle = _ResumableGridSearchOracle(max_trials=max_trials, **common)
+    elif kind == "random":
+        oracle = kt.oracles.RandomSearchOracle(max_trials=max_trials or 10, **common)
+    elif kind == "bayesian":
+        oracle = kt.oracles.BayesianOptimizationOracle(max_trials=max_trials or 10, **common)
+    else:  # Keras Tuner's Hyperband tuner: it carries weights from one bracket round to the next
+        epochs = max_epochs or hypermodel.preset(kt.HyperParameters())["training"]["epochs"]
+        return _HyperbandTuner(hypermodel=hypermodel, max_epochs=int(epochs), directory=str(directory),
+                               project_name=project, overwrite=False, **common)
+    return _Tuner(oracle=oracle, hypermodel=hypermodel, directory=str(directory), project_name=project,
+                  overwrite=False)
+
+
+class _ResumableGridSearchOracle(kt.oracles.GridSearchOracle):
+    """Keras Tuner 1.4.8's grid oracle keeps the order of the combinations it tried, and the queue of trials to
+    continue from, in memory only: reloaded after an interruption, its next `create_trial` fails with a
+    `KeyError` on a trial id. This oracle saves both with its state (the search folder's `oracle.json`)."""
+
+    def get_state(self):
+        state = super().get_state()
+        ordered, index = [], 0 if self._ordered_ids._memory else None
+        while index is not None:  # the list's head is its first insertion: the first trial
+            ordered.append(self._ordered_ids._memory[index])
+            index = self._ordered_ids._next_index[index]
+        state.update(grid_order=ordered, grid_populate_next=list(self._populate_next))
+        return state
+
+    def set_state(self, state):
+        super().set_state(state)
+        self._ordered_ids = _grid_linked_list()
+        for trial_id in state.get("grid_order", []):
+            self._ordered_ids.insert(trial_id)
+        self._populate_next = list(state.get("grid_populate_next", []))
+
+
+def _grid_linked_list():
+    from keras_tuner.src.tuners import gridsearch
+
+    return gridsearch.LinkedList()
+
+
+class _TrialLines:
+    """Prints one line per finished trial: its number, settings, dev figure, epochs and seconds."""
+
+    def on_trial_end(self, trial):
+        super().on_trial_end(trial)
+        row = _row(self.oracle, trial, self.hypermodel.space)
+        settings = ", ".join(f"{k}={json.dumps(v)}" for k, v in row["hyperparameters"].items())
+        result = (f"{row['objective']} {row['dev']:.4f}" if row["dev"] is not None
+                  else f"failed: {row['error'] or row['status']}")
+        print(f"trial {row['trial']} ({settings}): {result}, {row['epochs']} epochs, {row['seconds']} s", flush=True)
+
+
+class _Tuner(_TrialLines, kt.Tuner):
+    pass
+
+
+class _HyperbandTuner(_TrialLines, kt.Hyperband):
+    pass
+
+
+def _row(oracle, trial, space):
+    objective = oracle.objective.name
+    metrics = trial.metrics
+    dev = metrics.get_best_value(objective) if metrics.exists(objective) else None
+    epochs = len(metrics.get_history(objective)) if metrics.exists(objective) else 0
+    seconds = metrics.get_history("trial_seconds")[-1].value[0] if metrics.exists("trial_seconds") else None
+    specs = space["hyperparameters"]
+    values = {k: (json.loads(v) if specs[k]["type"] == "choice" and _json_choice(specs[k]["values"]) else v)
+              for k, v in trial.hyperparameters.values.items() if k in specs}
+    return {"trial": trial.trial_id, "status": str(trial.status), "hyperparameters": values, "objective": objective,
+            "dev": None if dev is None else float(dev), "epochs": epochs,
+            "seconds": None if seconds is None else round(float(seconds), 1),
+            "error": (trial.message or "").strip().splitlines()[-1] if getattr(trial, "message", None) else None}
+
+
+def trial_rows(tuner) -> list[dict]:
+    """One dict per trial of the search (finished, failed or running), in trial order."""
+    trials = tuner.oracle.trials
+    return [_row(tuner.oracle, trials[key], tuner.hypermodel.space) for key in sorted(trials, key=lambda k: (len(k), k))]
+
+
+def write_results(tuner, hypermodel, directory) -> dict:
+    """Writes the trial table (`trials.csv`, `trials.json`), the best configuration (`best.json`) and the plot
+    of the dev figure per trial (`trials.png`) into `directory`.
+
+    Returns:
+        `{"trials": rows, "best": best configuration or None, "files": {...}}`.
+
+    Raises:
+        keras_match.storage.WriteError: a file could not be written.
+    """
+    directory = pathlib.Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    rows = trial_rows(tuner)
+    done = [r for r in rows if r["dev"] is not None]
+    best = None
+    if done:
+        top = max(done, key=lambda r: r["dev"])
+        best = {"zoo": hypermodel.zoo_name, "dataset": hypermodel.dataset_name, "trial": top["trial"],
+                "objective": top["objective"], "dev": top["dev"], "space": hypermodel.space.get("file"),
+                "settings": {**hypermodel.overrides, **top["hyperparameters"]}}
+    keys = list(hypermodel.space["hyperparameters"])
+    files = {"csv": directory / "trials.csv", "json": directory / "trials.json", "best": directory / "best.json",
+             "plot": directory / "trials.png"}
+
+    def write_csv(path):
+        with open(path, "w", encoding="utf-8", newline="") as f:
+            writer = csv.writer(f)
+            writer.writerow(["trial", "status", *keys, rows[0]["objective"] if rows else "dev", "epochs", "seconds",
+                             "error"])
+            for r in rows:
+                writer.writerow([r["trial"], r["status"], *(json.dumps(r["hyperparameters"].get(k)) for k in keys),
+                                 r["dev"], r["epochs"], r["seconds"], r["error"] or ""])
+
+    storage.atomic_write(files["csv"], write_csv)
+    storage.write_text(files["json"], json.dumps(rows, indent=2) + "\n")
+    if best is not None:
+        storage.write_text(files["best"], json.dumps(best, indent=2) + "\n")
+    storage.atomic_write(files["plot"], lambda path: _plot(rows, path, hypermodel.zoo_name))
+    return {"trials": rows, "best": best, "files": {k: str(v) for k, v in files.items()}}
+
+
+def _plot(rows, path, name):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(max(4.0, 0.35 * len(rows) + 2), 3.2))
+    done = [(i, r) for i, r in enumerate(rows) if r["dev"] is not None]
+    xs = [i for i, _ in done]
+    ys = [r["dev"] for _, r in done]
+    axis.bar(xs, ys, color="#4c72b0")
+    if ys:
+        best = int(np.argmax(ys))
+        axis.bar([xs[best]], [ys[best]], color="#dd8452", label=f"best: trial {done[best][1]['trial']}")
+        axis.set_ylim(max(0.0, min(ys) - 0.05), min(1.0, max(ys) + 0.03))
+        axis.legend(loc="lower right")
+    failed = [i for i, r in enumerate(rows) if r["dev"] is None]
+    for i in failed:
+        axis.annotate("failed", (i, axis.get_ylim()[0]), rotation=90, ha="center", va="bottom", fontsize=7)
+    axis.set_xticks(range(len(rows)), [r["trial"] for r in rows], rotation=90, fontsize=7)
+    axis.set_xlabel("trial")
+    axis.set_ylabel(f"dev {rows[0]['objective'][4:].upper() if rows else ''}")
+    axis.set_title(f"{name}: dev figure per trial")
+    figure.tight_layout()
+    figure.savefig(path, format="png", dpi=120)
+    plt.close(figure)

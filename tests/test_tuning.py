@@ -1,0 +1,134 @@
+"""Keras Tuner over the papers' grids (issue 9): search spaces, the hypermodel on real TrecQA data, resuming an
+interrupted search, failed trials, the results files and `keras-match train --config best.json`."""
+
+import csv
+import json
+
+import keras_tuner as kt
+import pytest
+
+from keras_match import cli, tuning, zoo
+
+TINY = {"file": "tiny.json", "builders": ["mcan"],
+        "hyperparameters": {"lstm_units": {"type": "choice", "values": [8, 16]},
+                            "projection_dim": {"type": "choice", "values": [None, 12]}}}
+FIXED = dict(highway_units=8, fm_factors=4, epochs=1)
+
+
+def test_every_zoo_entry_has_a_space_that_fits_it():
+    for name in zoo.names():
+        space = tuning.space_for(name)
+        assert zoo.describe(name)["builder"] in space["builders"]
+    ctrn = tuning.space_for("ctrn")["hyperparameters"]
+    assert ctrn["filters"] == {"type": "int", "min_value": 128, "max_value": 1024, "step": 128}  # the paper's grid
+    assert ctrn["batch_size"]["values"] == [64, 128, 256, 512]
+    hp = kt.HyperParameters()
+    values = tuning.declare(hp, tuning.space_for("mcan_fm"))
+    assert values["projection_dim"] is None  # a JSON choice: null comes back as None
+    assert set(values) == set(tuning.space_for("mcan_fm")["hyperparameters"])
+
+
+def test_a_zoo_entry_without_a_space_names_the_file_to_add(monkeypatch):
+    monkeypatch.setattr(tuning, "_space_files", lambda: [])
+    with pytest.raises(FileNotFoundError, match=r"zoo entry 'qrnn' has no search space: add tuning/qrnn\.json"):
+        tuning.space_for("qrnn")
+
+
+def test_a_space_that_does_not_fit_its_entry_is_refused(monkeypatch, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"builders": ["qrnn"], "hyperparameters": {"lstm_units": {"type": "int",
+                                                                                          "min_value": 1,
+                                                                                          "max_value": 2}}}))
+    monkeypatch.setattr(tuning, "_space_files", lambda: [bad])
+    with pytest.raises(ValueError, match=r"search space bad\.json does not fit zoo entry 'qrnn'.*lstm_units"):
+        tuning.space_for("qrnn")
+
+
+@pytest.fixture(scope="module")
+def hypermodel(data_dir):
+    return tuning.MatchHyperModel("mcan_sm", "trecqa-clean", space=TINY, data_dir=data_dir, max_train_questions=12,
+                                  verbose=0, **FIXED)
+
+
+def test_a_grid_search_runs_every_combination_and_resumes_without_repeating(hypermodel, tmp_path, monkeypatch,
+                                                                            capsys):
+    fits = []
+    original = tuning.MatchHyperModel.fit
+
+    def counted(self, hp, model, *args, **kwargs):
+        fits.append(dict(hp.values))
+        if len(fits) == 3:
+            raise KeyboardInterrupt  # killed during the third trial
+        return original(self, hp, model, *args, **kwargs)
+
+    monkeypatch.setattr(tuning.MatchHyperModel, "fit", counted)
+    tuner = tuning.make_tuner(hypermodel, "grid", tmp_path / "search")
+    with pytest.raises(KeyboardInterrupt):
+        tuner.search(verbose=0)
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("trial ")]
+    assert len(lines) == 2 and "lstm_units=8" in lines[0] and "val_map 0." in lines[0]
+
+    again = tuning.make_tuner(hypermodel, "grid", tmp_path / "search")  # the same command again
+    again.search(verbose=0)
+    assert len(fits) == 5  # 2 finished + 1 interrupted + the interrupted one again + the last one
+    assert fits[3] == fits[2] and fits[4] not in fits[:3]
+    rows = tuning.trial_rows(again)
+    finished = [r for r in rows if r["dev"] is not None]
+    assert len(finished) == 4
+    combos = {(r["hyperparameters"]["lstm_units"], r["hyperparameters"]["projection_dim"]) for r in finished}
+    assert combos == {(8, None), (8, 12), (16, None), (16, 12)}
+    for r in finished:
+        assert 0 < r["dev"] <= 1 and r["epochs"] == 1 and r["seconds"] > 0
+
+    result = tuning.write_results(again, hypermodel, tmp_path / "search")
+    with open(result["files"]["csv"], encoding="utf-8") as f:
+        table = list(csv.DictReader(f))
+    assert [row["lstm_units"] for row in table if row["val_map"]].count("8") == 2
+    best = json.loads((tmp_path / "search" / "best.json").read_text())
+    assert best["dev"] == max(r["dev"] for r in finished)
+    assert best["settings"]["highway_units"] == 8 and "lstm_units" in best["settings"]
+    assert (tmp_path / "search" / "trials.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_failing_trial_is_recorded_and_the_search_goes_on(hypermodel, tmp_path, monkeypatch):
+    original = zoo.build
+
+    def build(preset, **kwargs):
+        if preset["model"]["projection_dim"] == 12:
+            raise MemoryError("simulated: out of memory for this width")
+        return original(preset, **kwargs)
+
+    monkeypatch.setattr(zoo, "build", build)
+    tuner = tuning.make_tuner(hypermodel, "grid", tmp_path / "search", max_trials=3)
+    tuner.search(verbose=0)
+    rows = tuning.trial_rows(tuner)
+    assert [r["hyperparameters"]["projection_dim"] for r in rows] == [None, 12, None]
+    assert rows[1]["dev"] is None and "out of memory" in rows[1]["error"] and "FAILED" in rows[1]["status"]
+    assert rows[0]["dev"] is not None and rows[2]["dev"] is not None  # the search went on after the failure
+
+
+def test_tune_command_then_train_with_the_best_configuration(data_dir, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(tuning, "space_for", lambda name: TINY)
+    search = tmp_path / "search"
+    args = ["tune", "mcan_sm", "--dataset", "trecqa-clean", "--data-dir", str(data_dir), "--tuner", "random",
+            "--max-trials", "2", "--dir", str(search), "--epochs", "1", "--max-train-questions", "12",
+            "--set", "highway_units=8", "--set", "fm_factors=4"]
+    assert cli.main(args) == 0
+    out = capsys.readouterr().out
+    assert out.count("\ntrial ") + out.startswith("trial ") == 2
+    assert "best: trial" in out and f"--config {search / 'best.json'}" in out
+    best = json.loads((search / "best.json").read_text())
+    run_dir = tmp_path / "run"
+    assert cli.main(["train", "mcan_sm", "--dataset", "trecqa-clean", "--data-dir", str(data_dir),
+                     "--max-train-questions", "12", "--run-dir", str(run_dir), "--config", str(search / "best.json"),
+                     "--set", "epochs=1"]) == 0
+    preset = json.loads((run_dir / "config.json").read_text())["preset"]
+    assert preset["model"]["lstm_units"] == best["settings"]["lstm_units"]
+    assert preset["model"]["highway_units"] == 8 and preset["training"]["epochs"] == 1
+
+
+def test_a_config_of_another_zoo_entry_is_refused(tmp_path, capsys):
+    path = tmp_path / "best.json"
+    path.write_text(json.dumps({"zoo": "ctrn", "settings": {"filters": 128}}))
+    assert cli.main(["train", "mcan_sm", "--config", str(path), "--run-dir", str(tmp_path / "run")]) == 2
+    assert f"{path} configures zoo entry 'ctrn', not 'mcan_sm'" in capsys.readouterr().err
