@@ -77,6 +77,32 @@ def _data_files(dataset):
     return files
 
 
+def load_training_data(data, data_dir=None, train_split=None):
+    """A dataset to train on and its task, checked: it has train and dev splits, and a ranking dev split has a
+    question with a relevant answer (dev MAP chooses the model).
+
+    Returns:
+        `(dataset, task)`.
+
+    Raises:
+        ValueError: a single file, or a dataset without train or dev.
+        keras_match.datasets.base.DataFormatError: a ranking dev split without any relevant answer (names its file).
+    """
+    dataset = load_by_name(data, data_dir=data_dir, train_split=train_split)
+    for split in ("train", "dev"):
+        if split not in dataset:
+            if isinstance(data, (str, os.PathLike)) and os.path.isfile(data):
+                raise ValueError(f"{data} is one file: a training dataset is a folder of train / dev / test files "
+                                 "(one file loads as a test split, for `keras-match evaluate`)")
+            raise ValueError(f"dataset {dataset.name!r} has no {split!r} split; training needs train and dev")
+    task = tasks.task_for(dataset)
+    if isinstance(task, tasks.RankingTask) and not any(q.has_positive for q in dataset["dev"].questions):
+        raise DataFormatError(dataset["dev"].source or dataset.name, None,
+                              f"the dev split of {dataset.name!r} has no question with a relevant answer: early "
+                              "stopping on dev MAP needs some; check its labels")
+    return dataset, task
+
+
 def _resolve_preset(name, task, epochs, batch_size, overrides):
     """The zoo preset with the overrides, the task's head and the loss's batching mode."""
     overrides = dict(overrides)
@@ -244,18 +270,7 @@ def train(
                                             not isinstance(max_train_questions, int) or max_train_questions < 1):
         raise ValueError(f"max_train_questions must be None or an integer >= 1, got {max_train_questions!r}")
     # 1. the data and its task
-    dataset = load_by_name(data, data_dir=data_dir, train_split=train_split)
-    for split in ("train", "dev"):
-        if split not in dataset:
-            if isinstance(data, (str, os.PathLike)) and os.path.isfile(data):
-                raise ValueError(f"{data} is one file: a training dataset is a folder of train / dev / test files "
-                                 "(one file loads as a test split, for `keras-match evaluate`)")
-            raise ValueError(f"dataset {dataset.name!r} has no {split!r} split; training needs train and dev")
-    task = tasks.task_for(dataset)
-    if isinstance(task, tasks.RankingTask) and not any(q.has_positive for q in dataset["dev"].questions):
-        raise DataFormatError(dataset["dev"].source or dataset.name, None,
-                              f"the dev split of {dataset.name!r} has no question with a relevant answer: early "
-                              "stopping on dev MAP needs some; check its labels")
+    dataset, task = load_training_data(data, data_dir=data_dir, train_split=train_split)
 
     # 2. the settings
     preset, mode = _resolve_preset(name, task, epochs, batch_size, overrides)

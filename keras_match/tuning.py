@@ -42,10 +42,9 @@ try:
 except ImportError as error:  # pragma: no cover - the `tune` extra installs it
     raise ImportError("keras_match.tuning needs keras-tuner: pip install 'keras-match[tune]'") from error
 
-from keras_match import heads, pipeline, storage, tasks, text, training, zoo
+from keras_match import heads, pipeline, storage, text, training, zoo
 from keras_match import vectors as vectors_lib
 from keras_match.callbacks import DevEvaluationCallback
-from keras_match.datasets.catalog import load_by_name
 
 __all__ = ["space_for", "declare", "MatchHyperModel", "make_tuner", "trial_rows", "write_results", "TUNERS"]
 
@@ -160,7 +159,10 @@ class MatchHyperModel(kt.HyperModel):
             cannot be fixed here.
 
     Raises:
-        ValueError: unknown entry, setting or dataset; an override that the space also tunes.
+        ValueError: unknown entry, setting or dataset; a dataset without train and dev; an override that the
+            space also tunes.
+        keras_match.datasets.base.DataFormatError: a malformed data file, or a ranking dev split without any
+            relevant answer.
         FileNotFoundError: no search space for the entry.
     """
 
@@ -173,9 +175,8 @@ class MatchHyperModel(kt.HyperModel):
         if tuned:
             raise ValueError(f"{tuned} are searched by {self.space.get('file', 'the space')}; do not fix them")
         self.overrides = dict(overrides)
-        dataset = load_by_name(data, data_dir=data_dir, train_split=train_split)
-        self.task = tasks.task_for(dataset)
-        base, self.mode = training._resolve_preset(name, self.task, None, None, dict(self.overrides))
+        dataset, self.task = training.load_training_data(data, data_dir=data_dir, train_split=train_split)
+        base, _ = training._resolve_preset(name, self.task, None, None, dict(self.overrides))
         if embeddings_path == "default":
             embeddings_path = training.default_embeddings_path(data_dir)
         vectors = vectors_lib.load_vectors(embeddings_path) if embeddings_path else None
@@ -202,18 +203,21 @@ class MatchHyperModel(kt.HyperModel):
         return {**self.overrides, **declare(hp, self.space)}
 
     def preset(self, hp) -> dict:
-        preset, _ = training._resolve_preset(self.zoo_name, self.task, None, None, self.settings(hp))
-        return preset
+        return self._preset_and_mode(hp)[0]
+
+    def _preset_and_mode(self, hp):
+        """The trial's resolved preset and its loss's batching mode (a space may search the loss too)."""
+        return training._resolve_preset(self.zoo_name, self.task, None, None, self.settings(hp))
 
     def build(self, hp):
         """The entry's model with the trial's settings, compiled for the loss's batching mode."""
-        preset = self.preset(hp)
+        preset, mode = self._preset_and_mode(hp)
         keras.utils.set_random_seed(self.seed)
         if self.embeddings is None:
             preset["model"]["trainable_embeddings"] = True
         model = zoo.build(preset, vocab_size=self.preprocessor.vocab_size, embeddings=self.embeddings,
                           num_features=self.preprocessor.num_features)
-        return training._compile_for_mode(model, preset, self.mode)
+        return training._compile_for_mode(model, preset, mode)
 
     def fit(self, hp, model, *args, callbacks=None, epochs=None, initial_epoch=0, **kwargs):
         """Trains `model` on the training split and evaluates the dev split after every epoch.
@@ -224,13 +228,14 @@ class MatchHyperModel(kt.HyperModel):
         Returns:
             The Keras `History`, whose `val_<figure>` the tuner reads as the objective.
         """
-        settings = self.preset(hp)["training"]
+        preset, mode = self._preset_and_mode(hp)
+        settings = preset["training"]
         epochs = int(epochs or settings["epochs"])
         scorer = model.scorer if isinstance(model, heads.ListScorer) else model
         dev = DevEvaluationCallback(training._evaluator(self.task, scorer, self.dev_inputs, self.dev_examples),
                                     self.task.monitor, self.task.figures, scorer, None,
                                     patience=settings["patience"])
-        batches = pipeline.training_epochs(self.train_inputs, self.train_examples, self.mode, settings["batch_size"],
+        batches = pipeline.training_epochs(self.train_inputs, self.train_examples, mode, settings["batch_size"],
                                            self.seed, epochs, list_size=settings.get("list_size"),
                                            first_epoch=initial_epoch, bucketing=bool(settings.get("bucketing", True)))
         return model.fit(batches.dataset, steps_per_epoch=batches.steps_per_epoch, epochs=epochs,

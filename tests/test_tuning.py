@@ -132,3 +132,14 @@ def test_a_config_of_another_zoo_entry_is_refused(tmp_path, capsys):
     path.write_text(json.dumps({"zoo": "ctrn", "settings": {"filters": 128}}))
     assert cli.main(["train", "mcan_sm", "--config", str(path), "--run-dir", str(tmp_path / "run")]) == 2
     assert f"{path} configures zoo entry 'ctrn', not 'mcan_sm'" in capsys.readouterr().err
+
+
+def test_a_search_on_a_dev_split_without_relevant_answers_is_refused_at_once(tmp_path):
+    folder = tmp_path / "data"
+    folder.mkdir()
+    rows = [{"qid": "q1", "question": "who wrote hamlet ?", "answer": "shakespeare .", "label": 1},
+            {"qid": "q1", "question": "who wrote hamlet ?", "answer": "a play .", "label": 0}]
+    (folder / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (folder / "dev.jsonl").write_text("".join(json.dumps(dict(r, label=0)) + "\n" for r in rows))
+    with pytest.raises(ValueError, match="dev.jsonl: the dev split of 'data' has no question with a relevant answer"):
+        tuning.MatchHyperModel("mcan_sm", str(folder), space=TINY, embeddings_path=None)
