@@ -61,14 +61,24 @@ def _parse_settings(name, items):
 
 
 def _settings(args):
-    """The `--config FILE` settings (a `best.json` of `keras-match tune`) updated by the `--set` ones, with
-    `epochs` / `batch_size` moved to their options."""
+    """The settings of a command: a `--config FILE` (a `best.json` of `keras-match tune`), then `--epochs` /
+    `--batch-size`, then `--set`, each overriding the one before; an option and a `--set` of the same setting is
+    an error. Returns the settings without `epochs` / `batch_size`, which are set on `args`."""
     overrides = {}
     if getattr(args, "config", None):
         from keras_match import zoo
 
         overrides.update(zoo.read_config(args.config, args.name))
-    overrides.update(_parse_settings(args.name, args.set or []))
+    given = _parse_settings(args.name, args.set or [])
+    for key in ("epochs", "batch_size"):  # settings that are also options: one or the other
+        if key in given and getattr(args, key, None) is not None:
+            raise ValueError(f"--{key.replace('_', '-')} and --set {key}=... both given: give one")
+        if getattr(args, key, None) is not None:
+            overrides.pop(key, None)
+    overrides.update(given)
+    for key in ("epochs", "batch_size"):
+        if key in overrides:
+            setattr(args, key, overrides.pop(key))
     return overrides
 
 
@@ -76,12 +86,6 @@ def _cmd_train(args):
     from keras_match.training import train
 
     overrides = _settings(args)
-    for key in ("epochs", "batch_size"):  # settings that are also options: one or the other
-        if key in overrides:
-            option = "--" + key.replace("_", "-")
-            if getattr(args, key) is not None:
-                raise ValueError(f"{option} and --set {key}=... both given: give one")
-            setattr(args, key, overrides.pop(key))
     report = train(
         args.name,
         args.dataset,
@@ -168,11 +172,10 @@ def _cmd_tune(args):
     from keras_match import tuning
 
     overrides = _settings(args)
-    for key in ("epochs", "batch_size"):
-        if key in overrides and getattr(args, key, None) is not None:
-            raise ValueError(f"--{key.replace('_', '-')} and --set {key}=... both given: give one")
     if args.epochs is not None:
         overrides["epochs"] = args.epochs
+    if getattr(args, "batch_size", None) is not None:
+        overrides["batch_size"] = args.batch_size
     if args.max_trials is not None and args.tuner == "hyperband":
         raise ValueError("--max-trials does not apply to --tuner hyperband (its brackets set the trials); drop it")
     space = tuning.space_for(args.name)  # before the data is read: a missing space fails at once

@@ -186,3 +186,10 @@ def test_a_malformed_data_file_is_a_failure_naming_file_line_and_field(tmp_path,
     line = _one_line(capsys)
     assert f"{folder / 'dev.jsonl'}, line 5" in line and "label" in line
     assert not (tmp_path / "run").exists()
+
+
+def test_an_option_and_a_set_of_the_same_setting_is_a_usage_error(tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    assert cli.main(["train", "mcan_fm", "--epochs", "2", "--set", "epochs=3", "--run-dir", str(run_dir)]) == 2
+    assert "--epochs and --set epochs=... both given: give one" in _one_line(capsys)
+    assert not run_dir.exists()

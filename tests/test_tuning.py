@@ -119,12 +119,14 @@ def test_tune_command_then_train_with_the_best_configuration(data_dir, tmp_path,
     assert "best: trial" in out and f"--config {search / 'best.json'}" in out
     best = json.loads((search / "best.json").read_text())
     run_dir = tmp_path / "run"
+    assert best["settings"]["epochs"] == 1  # the search's fixed --epochs travels with the configuration
     assert cli.main(["train", "mcan_sm", "--dataset", "trecqa-clean", "--data-dir", str(data_dir),
                      "--max-train-questions", "12", "--run-dir", str(run_dir), "--config", str(search / "best.json"),
-                     "--set", "epochs=1"]) == 0
+                     "--epochs", "2", "--set", "fm_factors=3"]) == 0
     preset = json.loads((run_dir / "config.json").read_text())["preset"]
     assert preset["model"]["lstm_units"] == best["settings"]["lstm_units"]
-    assert preset["model"]["highway_units"] == 8 and preset["training"]["epochs"] == 1
+    assert preset["model"]["highway_units"] == 8  # from the configuration
+    assert preset["training"]["epochs"] == 2 and preset["model"]["fm_factors"] == 3  # the options override it
 
 
 def test_a_config_of_another_zoo_entry_is_refused(tmp_path, capsys):
