@@ -11,7 +11,7 @@ import numpy as np
 
 from keras_match import storage
 
-__all__ = ["DevEvaluationCallback", "STATE_FILE"]
+__all__ = ["DevEvaluationCallback", "STATE_FILE", "read_state"]
 
 STATE_FILE = "state.json"
 """The checkpoint's commit record in `state_dir`: written last, by an atomic rename, so it only ever names
@@ -47,7 +47,7 @@ class DevEvaluationCallback(keras.callbacks.Callback):
         patience: epochs without a better dev figure before training stops.
 
     Raises:
-        keras_match.runs.DamagedRunError: `state.json` or a weight file it names is damaged or missing (at
+        keras_match.storage.DamagedRunError: `state.json` or a weight file it names is damaged or missing (at
             construction, or in `on_train_begin`); the message names the file.
         keras_match.storage.WriteError: a checkpoint file could not be written (full disk, read-only folder); the
             previous checkpoint is intact.
@@ -64,10 +64,8 @@ class DevEvaluationCallback(keras.callbacks.Callback):
         self.state = {"monitor": monitor, "best": -1.0, "best_epoch": -1, "wait": 0, "history": [], "epoch": 0,
                       "weights": None, "best_weights": None}
         self._best_in_memory = None
-        if self.state_dir is not None and self._state_path.exists():
-            from keras_match.runs import read_json
-
-            self.state.update(read_json(self._state_path, _RESTART))
+        if self.state_dir is not None:
+            self.state.update(read_state(self.state_dir))
 
     @property
     def _state_path(self):
@@ -93,9 +91,7 @@ class DevEvaluationCallback(keras.callbacks.Callback):
         states = self.state.get("seed_states") or []
         generators = _seed_generators(self.model)
         if len(states) != len(generators):
-            from keras_match.runs import DamagedRunError
-
-            raise DamagedRunError(f"{self._state_path} holds {len(states)} random-seed states for a model with "
+            raise storage.DamagedRunError(f"{self._state_path} holds {len(states)} random-seed states for a model with "
                                   f"{len(generators)}; {_RESTART}")
         for generator, value in zip(generators, states):
             generator.state.assign(np.asarray(value, dtype=keras.backend.standardize_dtype(generator.state.dtype)))
@@ -109,19 +105,31 @@ class DevEvaluationCallback(keras.callbacks.Callback):
         entry = {"epoch": epoch + 1, "loss": float(logs.get("loss", float("nan")))}
         entry.update({f"dev_{key}": report[key] for key in self.figures})
         self.state["history"] = [h for h in self.state["history"] if h["epoch"] < epoch + 1] + [entry]
-        if self.state_dir is None:  # a tuning trial: the best weights stay in memory, nothing is checkpointed
-            self._end_epoch_in_memory(epoch, report)
-            return
-        self.state_dir.mkdir(parents=True, exist_ok=True)
-        if report[self.monitor] > self.state["best"]:
-            self.state.update(best=report[self.monitor], best_epoch=epoch + 1, wait=0,
-                              best_weights=f"best-epoch-{epoch + 1}.weights.h5")
-            _save_weights(self.scorer, self.state_dir / self.state["best_weights"])
+        improved = report[self.monitor] > self.state["best"]
+        if improved:
+            self.state.update(best=report[self.monitor], best_epoch=epoch + 1, wait=0)
         else:
             self.state["wait"] += 1
             if self.state["wait"] >= self.patience:
                 self.model.stop_training = True
-        self.state.update(epoch=epoch + 1, weights=f"epoch-{epoch + 1}.weights.h5",
+        self.state["epoch"] = epoch + 1
+        if self.state_dir is None:  # a tuning trial: the best weights stay in memory, nothing is checkpointed
+            if improved:
+                self._best_in_memory = [np.array(w) for w in self.scorer.get_weights()]
+        else:
+            self._checkpoint(epoch, improved)
+        figures = " ".join(f"{key.upper() if key != 'accuracy' else 'accuracy'} {report[key]:.4f}"
+                           for key in self.figures)
+        print(f"epoch {epoch + 1}: dev {figures} (best {self.monitor} {self.state['best']:.4f} at epoch "
+              f"{self.state['best_epoch']})", flush=True)
+
+    def _checkpoint(self, epoch, improved):
+        """Writes the epoch's checkpoint: best weights (if improved), the fit model's weights, then the commit."""
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        if improved:
+            self.state["best_weights"] = f"best-epoch-{epoch + 1}.weights.h5"
+            _save_weights(self.scorer, self.state_dir / self.state["best_weights"])
+        self.state.update(weights=f"epoch-{epoch + 1}.weights.h5",
                           seed_states=[np.asarray(g.state).tolist() for g in _seed_generators(self.model)])
         _save_weights(self.model, self.state_dir / self.state["weights"])
         # the commit: from here on the new files are the checkpoint
@@ -130,24 +138,6 @@ class DevEvaluationCallback(keras.callbacks.Callback):
         for path in self.state_dir.iterdir():
             if path.name not in keep and path.is_file():
                 path.unlink(missing_ok=True)
-        self._print(epoch, report)
-
-    def _print(self, epoch, report):
-        figures = " ".join(f"{key.upper() if key != 'accuracy' else 'accuracy'} {report[key]:.4f}"
-                           for key in self.figures)
-        print(f"epoch {epoch + 1}: dev {figures} (best {self.monitor} {self.state['best']:.4f} at epoch "
-              f"{self.state['best_epoch']})", flush=True)
-
-    def _end_epoch_in_memory(self, epoch, report):
-        if report[self.monitor] > self.state["best"]:
-            self.state.update(best=report[self.monitor], best_epoch=epoch + 1, wait=0)
-            self._best_in_memory = [np.array(w) for w in self.scorer.get_weights()]
-        else:
-            self.state["wait"] += 1
-            if self.state["wait"] >= self.patience:
-                self.model.stop_training = True
-        self.state["epoch"] = epoch + 1
-        self._print(epoch, report)
 
     def restore_best(self):
         """Load the best weights into the scorer (no-op before the first epoch finished)."""
@@ -158,6 +148,16 @@ class DevEvaluationCallback(keras.callbacks.Callback):
 
 
 _RESTART = "delete the run folder's checkpoints/ to restart the run"
+
+
+def read_state(state_dir) -> dict:
+    """The checkpoint record (`state.json`) in `state_dir`, or `{}` without one.
+
+    Raises:
+        keras_match.storage.DamagedRunError: it is damaged (the message names it and says what to do).
+    """
+    path = pathlib.Path(state_dir) / STATE_FILE
+    return storage.read_json(path, _RESTART) if path.exists() else {}
 
 
 def _seed_generators(model):
@@ -177,12 +177,10 @@ def _save_weights(model, path):
 
 
 def _load_weights(model, path):
-    from keras_match.runs import DamagedRunError
-
     if not path.is_file():
-        raise DamagedRunError(f"{path} is missing although {path.parent / STATE_FILE} names it; {_RESTART}")
+        raise storage.DamagedRunError(f"{path} is missing although {path.parent / STATE_FILE} names it; {_RESTART}")
     try:
         model.load_weights(path)
     except (OSError, ValueError, KeyError) as error:
-        raise DamagedRunError(f"{path} is damaged ({str(error).splitlines()[0] if str(error) else type(error).__name__}); "
+        raise storage.DamagedRunError(f"{path} is damaged ({str(error).splitlines()[0] if str(error) else type(error).__name__}); "
                               f"{_RESTART}") from None

@@ -178,7 +178,9 @@ def _cmd_tune(args):
         overrides["batch_size"] = args.batch_size
     if args.max_trials is not None and args.tuner == "hyperband":
         raise ValueError("--max-trials does not apply to --tuner hyperband (its brackets set the trials); drop it")
-    space = tuning.space_for(args.name)  # before the data is read: a missing space fails at once
+    role = tuning.distributed_role()
+    # before the data is read: a missing or wrong space fails at once
+    space = tuning.read_space(args.space, args.name) if args.space else tuning.space_for(args.name)
     hypermodel = tuning.MatchHyperModel(
         args.name, args.dataset, space=space, data_dir=args.data_dir, train_split=args.train_split,
         embeddings_path=args.embeddings if args.embeddings != "none" else None, seed=args.seed,
@@ -187,7 +189,15 @@ def _cmd_tune(args):
     print(f"searching {args.name} on {hypermodel.dataset_name} with {args.tuner} over {space['file']} "
           f"({len(space['hyperparameters'])} hyperparameters); objective dev {hypermodel.task.monitor.upper()}; "
           f"search state in {args.dir}", flush=True)
+    if role is not None:
+        address = f"{os.environ['KERASTUNER_ORACLE_IP']}:{os.environ['KERASTUNER_ORACLE_PORT']}"
+        print(f"distributed search: this process is {os.environ['KERASTUNER_TUNER_ID']} "
+              + ("(the chief: it serves the oracle at " + address + " and writes the results; the workers run "
+                 "the trials)" if role == "chief" else f"(a worker of the chief at {address})"), flush=True)
     tuner.search(verbose=0)
+    if role == "worker":
+        print(f"{os.environ['KERASTUNER_TUNER_ID']}: no trial left; the chief writes the trial table and best.json")
+        return
     result = tuning.write_results(tuner, hypermodel, args.dir)
     done = [r for r in result["trials"] if r["dev"] is not None]
     print(f"{len(result['trials'])} trials ({len(done)} finished); table {result['files']['csv']}, plot "
@@ -253,6 +263,8 @@ def build_parser():
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--set", action="append", metavar="KEY=JSON", help="fix a setting for every trial")
     p.add_argument("--config", default=None, metavar="FILE", help="fixed settings from a best.json")
+    p.add_argument("--space", default=None, metavar="FILE",
+                   help="a search space of your own (the JSON format of tuning/; default: the entry's paper's)")
     p.set_defaults(func=_cmd_tune)
 
     p = sub.add_parser("evaluate", help="score a trained run on a dataset's test split (MAP / MRR / P@1 or "

@@ -146,7 +146,7 @@ def training_dataset(inputs, examples: Examples, mode, batch_size, seed, list_si
             positive and a negative candidate, say).
     """
     plan_of = _planner(inputs, examples, mode, batch_size, seed, list_size, bucketing)
-    first_plan = plan_of(first_epoch)
+    first_plan = _with_batches(plan_of(first_epoch), mode)
     epoch = [first_epoch]
     labels = np.asarray(examples.labels)
 
@@ -196,7 +196,7 @@ def training_epochs(inputs, examples: Examples, mode, batch_size, seed, epochs, 
         raise ValueError(f"epochs must be an integer above first_epoch={first_epoch}, got {epochs!r}")
     plan_of = _planner(inputs, examples, mode, batch_size, seed, list_size, bucketing)
     plans = [plan_of(number) for number in range(epochs)]  # all of them: the count must not depend on resuming
-    steps = max(len(plan) for plan in plans)
+    steps = len(_with_batches(max(plans, key=len), mode))
     if mode == "listwise":
         plans = [batching.split_to(plan, steps) for plan in plans]
     elif any(len(plan) != steps for plan in plans):
@@ -214,7 +214,7 @@ def training_epochs(inputs, examples: Examples, mode, batch_size, seed, epochs, 
 
 
 def _planner(inputs, examples, mode, batch_size, seed, list_size, bucketing):
-    """`plan_of(epoch)`: the batch plan of an epoch; checks the mode and that a first plan has batches."""
+    """`plan_of(epoch)`: the batch plan of an epoch (checks the mode and the groups first)."""
     labels = np.asarray(examples.labels)
     if mode not in batching.MODES:
         raise ValueError(f"unknown batching mode {mode!r}; valid modes: {list(batching.MODES)}")
@@ -227,10 +227,15 @@ def _planner(inputs, examples, mode, batch_size, seed, list_size, bucketing):
         return batching.plan(mode, groups, labels, batch_size, np.random.default_rng([seed, number]),
                              list_size=list_size, lengths=lengths)
 
-    if not plan_of(0):
+    return plan_of
+
+
+def _with_batches(plan, mode):
+    """`plan`, which must hold a batch (an empty plan means no question can make one)."""
+    if not plan:
         need = "a relevant candidate" if mode == "listwise" else "both a relevant and an irrelevant candidate"
         raise ValueError(f"no {mode} training batch can be made: no training question has {need}")
-    return plan_of
+    return plan
 
 
 def _dataset(generate, inputs, mode):

@@ -33,14 +33,10 @@ import keras
 import numpy as np
 
 from keras_match import callbacks, heads, pipeline, preprocessing, storage, tasks
+from keras_match.storage import DamagedRunError, read_json  # noqa: F401  (part of this module's interface)
 
 __all__ = ["RunFiles", "Run", "load_run", "write_json", "save_model", "read_json", "check_resume", "locked",
-           "DamagedRunError",
-           "RunInUseError", "ChangedInputError"]
-
-
-class DamagedRunError(ValueError):
-    """A file of a run directory is damaged (truncated, not what it should hold); the message names it."""
+           "DamagedRunError", "RunInUseError", "ChangedInputError"]
 
 
 @dataclasses.dataclass
@@ -75,24 +71,6 @@ def save_model(model, path):
         keras_match.storage.WriteError: the write failed (the message names the path and why).
     """
     storage.atomic_write(path, model.save)
-
-
-def read_json(path, remedy="retrain the run or restore the file"):
-    """The JSON object in `path`.
-
-    Raises:
-        FileNotFoundError: no such file.
-        DamagedRunError: the file is not a JSON object (truncated, say); the message names it and `remedy`.
-    """
-    path = pathlib.Path(path)
-    text = path.read_text(encoding="utf-8", errors="replace")
-    try:
-        value = json.loads(text)
-    except ValueError as error:
-        raise DamagedRunError(f"{path} is damaged (not valid JSON: {error}); {remedy}") from None
-    if not isinstance(value, dict):
-        raise DamagedRunError(f"{path} is damaged (a JSON {type(value).__name__}, not an object); {remedy}")
-    return value
 
 
 def _json_default(obj):
@@ -152,10 +130,7 @@ class RunInUseError(ValueError):
 
 def finished_epochs(files: RunFiles) -> int:
     """How many epochs an interrupted run finished (its checkpoint's; 0 without one)."""
-    state = files.checkpoints / callbacks.STATE_FILE
-    if not state.exists():
-        return 0
-    return int(read_json(state, "delete the run folder's checkpoints/ to restart the run").get("epoch", 0))
+    return int(callbacks.read_state(files.checkpoints).get("epoch", 0))
 
 
 def check_resume(files: RunFiles, config: dict) -> bool:

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
 import pathlib
 
-__all__ = ["WriteError", "atomic_write", "staged_path", "write_text", "describe_os_error", "remedy", "writing"]
+__all__ = ["WriteError", "DamagedRunError", "atomic_write", "staged_path", "write_text", "read_json",
+           "describe_os_error", "remedy", "writing"]
 
 
 class WriteError(OSError):
@@ -32,16 +34,19 @@ _REMEDIES = {
 }
 
 
+def _errno_of(error):
+    """The errno of an OSError; h5py's errors hold it only in their text ("... errno = 28, error message = ...")."""
+    code = getattr(error, "errno", None)
+    if code is None:
+        text = str(error)
+        code = next((c for c in _REMEDIES if f"errno = {c}," in text or os.strerror(c) in text), None)
+    return code
+
+
 def describe_os_error(error: BaseException) -> str:
     """The system's reason in `error` as a few words (`"No space left on device"`), for any OSError, including
-    h5py's, whose text holds the errno only inside its message."""
-    code = getattr(error, "errno", None)
-    if code is None:  # h5py: "Unable to synchronously create file (... errno = 28, error message = '...')"
-        text = str(error)
-        for candidate in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES, errno.EPERM):
-            if f"errno = {candidate}," in text or os.strerror(candidate) in text:
-                code = candidate
-                break
+    h5py's."""
+    code = _errno_of(error)
     if code is not None:
         return os.strerror(code)
     return str(error).splitlines()[0] if str(error) else type(error).__name__
@@ -49,10 +54,29 @@ def describe_os_error(error: BaseException) -> str:
 
 def remedy(error: BaseException) -> str:
     """What to do about a failed write, from its errno."""
-    for code, remedy in _REMEDIES.items():
-        if os.strerror(code) == describe_os_error(error):
-            return remedy
-    return "check the path and the disk"
+    return _REMEDIES.get(_errno_of(error), "check the path and the disk")
+
+
+class DamagedRunError(ValueError):
+    """A file of a run directory is damaged (truncated, not what it should hold); the message names it."""
+
+
+def read_json(path, remedy="retrain the run or restore the file"):
+    """The JSON object in `path`.
+
+    Raises:
+        FileNotFoundError: no such file.
+        DamagedRunError: the file is not a JSON object (truncated, say); the message names it and `remedy`.
+    """
+    path = pathlib.Path(path)
+    text = path.read_text(encoding="utf-8", errors="replace")
+    try:
+        value = json.loads(text)
+    except ValueError as error:
+        raise DamagedRunError(f"{path} is damaged (not valid JSON: {error}); {remedy}") from None
+    if not isinstance(value, dict):
+        raise DamagedRunError(f"{path} is damaged (a JSON {type(value).__name__}, not an object); {remedy}")
+    return value
 
 
 @contextlib.contextmanager

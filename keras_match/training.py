@@ -33,7 +33,7 @@ import time
 import keras
 import numpy as np
 
-from keras_match import heads, losses, pipeline, runs, tasks, text, zoo
+from keras_match import distribution, heads, losses, pipeline, runs, tasks, text, zoo
 from keras_match import vectors as vectors_lib
 from keras_match.callbacks import DevEvaluationCallback
 from keras_match.datasets.base import DataFormatError
@@ -178,12 +178,17 @@ def _build_model(preset, preprocessor, vectors, seed):
     embeddings, coverage = None, None
     if vectors is not None:
         embeddings, coverage = text.load_embeddings(vectors, preprocessor.encoder, seed=seed)
-    if embeddings is None:  # without pretrained vectors, random embeddings are trained
+    return build_model(preset, preprocessor, embeddings), coverage
+
+
+def build_model(preset, preprocessor, embeddings):
+    """The zoo model of `preset` for `preprocessor`'s vocabulary and features, with the pretrained embedding
+    matrix `embeddings` (`text.load_embeddings`), or trained random embeddings when it is None."""
+    if embeddings is None:
         preset = copy.deepcopy(preset)
         preset["model"]["trainable_embeddings"] = True
-    model = zoo.build(preset, vocab_size=preprocessor.vocab_size, embeddings=embeddings,
-                      num_features=preprocessor.num_features)
-    return model, coverage
+    return zoo.build(preset, vocab_size=preprocessor.vocab_size, embeddings=embeddings,
+                     num_features=preprocessor.num_features)
 
 
 def _describe_vocabulary(preprocessor, coverage):
@@ -269,6 +274,8 @@ def train(
     if max_train_questions is not None and (isinstance(max_train_questions, bool) or
                                             not isinstance(max_train_questions, int) or max_train_questions < 1):
         raise ValueError(f"max_train_questions must be None or an integer >= 1, got {max_train_questions!r}")
+    # TF_CONFIG's cluster: the strategy must exist before any other TensorFlow operation
+    strategy = distribution.strategy_from_environment()
     # 1. the data and its task
     dataset, task = load_training_data(data, data_dir=data_dir, train_split=train_split)
 
@@ -315,8 +322,9 @@ def train(
         # 4. the preprocessor, the model
         preprocessor = _make_preprocessor(files, resuming, train_examples, preset, vectors)
         runs.write_json(files.config, config)
-        model, coverage = _build_model(preset, preprocessor, vectors, seed)
-        fit_model = _compile_for_mode(model, preset, mode)
+        with distribution.scope(strategy):
+            model, coverage = _build_model(preset, preprocessor, vectors, seed)
+            fit_model = _compile_for_mode(model, preset, mode)
 
         # 5. the inputs
         train_inputs = pipeline.encode(preprocessor, train_examples.texts)
@@ -325,17 +333,12 @@ def train(
         # 6. fit with dev early stopping; an interrupted run continues from its checkpoint's last epoch
         dev = DevEvaluationCallback(_evaluator(task, model, dev_inputs, dev_examples), task.monitor, task.figures,
                                     model, files.checkpoints, patience=settings["patience"])
-        train_batches = pipeline.training_epochs(train_inputs, train_examples, mode, settings["batch_size"], seed,
-                                                 max(settings["epochs"], dev.completed_epochs + 1),
-                                                 list_size=settings.get("list_size"),
-                                                 first_epoch=dev.completed_epochs,
-                                                 bucketing=bool(settings.get("bucketing", True)))
-        callbacks = [dev, keras.callbacks.TensorBoard(str(files.logs), write_graph=False, profile_batch=0)]
         print(
             f"training {name} on {spec} ({task.kind}, {mode} batches"
             f"{', length-bucketed' if settings.get('bucketing', True) else ''}): {describe_split('train', train_data)}, "
             f"{_describe_vocabulary(preprocessor, coverage)}"
-            + (f" (resuming after epoch {dev.completed_epochs})" if resuming else ""),
+            + (f" (resuming after epoch {dev.completed_epochs})" if resuming else "")
+            + (f"; data-parallel, {distribution.cluster_description()}" if strategy is not None else ""),
             flush=True,
         )
         for split_name in ("dev", "test"):
@@ -344,9 +347,15 @@ def train(
         fit_start, first_epoch = time.time(), dev.completed_epochs
         try:
             # the batches are reshuffled by the pipeline (seeded); fit's own shuffle does not apply to datasets
-            if not dev.stopped and dev.completed_epochs < settings["epochs"]:
-                fit_model.fit(train_batches.dataset, steps_per_epoch=train_batches.steps_per_epoch,
-                              epochs=settings["epochs"], callbacks=callbacks, verbose=verbose, shuffle=False)
+            if not dev.stopped and dev.completed_epochs < settings["epochs"]:  # else: killed before the report
+                batches = pipeline.training_epochs(train_inputs, train_examples, mode, settings["batch_size"], seed,
+                                                   settings["epochs"], list_size=settings.get("list_size"),
+                                                   first_epoch=dev.completed_epochs,
+                                                   bucketing=bool(settings.get("bucketing", True)))
+                board = keras.callbacks.TensorBoard(str(files.logs), write_graph=False, profile_batch=0)
+                distribution.prepare_fit(fit_model, batches.dataset, strategy)
+                fit_model.fit(distribution.shard_by_data(batches.dataset, strategy), steps_per_epoch=batches.steps_per_epoch, epochs=settings["epochs"],
+                              callbacks=[dev, board], verbose=verbose, shuffle=False)
         except KeyboardInterrupt:
             print(
                 f"\ninterrupted: the last completed epoch is saved in {files.checkpoints}; run the same command "

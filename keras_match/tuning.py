@@ -31,6 +31,7 @@ from __future__ import annotations
 import csv
 import importlib.resources
 import json
+import os
 import pathlib
 import time
 
@@ -46,7 +47,8 @@ from keras_match import heads, pipeline, storage, text, training, zoo
 from keras_match import vectors as vectors_lib
 from keras_match.callbacks import DevEvaluationCallback
 
-__all__ = ["space_for", "declare", "MatchHyperModel", "make_tuner", "trial_rows", "write_results", "TUNERS"]
+__all__ = ["space_for", "read_space", "declare", "MatchHyperModel", "make_tuner", "trial_rows", "write_results",
+           "distributed_role", "TUNERS"]
 
 TUNERS = ("grid", "random", "hyperband", "bayesian")
 SPACE_PACKAGE = "keras_match.tuning_spaces"
@@ -80,6 +82,27 @@ def space_for(name) -> dict:
             return dict(space, file=path.name)
     raise FileNotFoundError(f"zoo entry {name!r} has no search space: add tuning/{builder}.json with "
                             f"\"builders\": [\"{builder}\"] and its \"hyperparameters\"")
+
+
+def read_space(path, name) -> dict:
+    """A search space of your own: the JSON file `path` (the format of `tuning/`), checked against zoo entry `name`.
+
+    Returns:
+        The file's JSON object, with `"file"` (its path) added.
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: the file is malformed or names a setting the entry does not have (the message names the file).
+    """
+    path = pathlib.Path(path)
+    try:
+        space = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as error:
+        raise ValueError(f"search space {path} is not valid JSON: {error}") from None
+    if not isinstance(space, dict):
+        raise ValueError(f"search space {path} must hold a JSON object with \"hyperparameters\"")
+    _check_space(name, space, str(path))
+    return dict(space, file=str(path))
 
 
 def _check_space(name, space, file):
@@ -213,10 +236,7 @@ class MatchHyperModel(kt.HyperModel):
         """The entry's model with the trial's settings, compiled for the loss's batching mode."""
         preset, mode = self._preset_and_mode(hp)
         keras.utils.set_random_seed(self.seed)
-        if self.embeddings is None:
-            preset["model"]["trainable_embeddings"] = True
-        model = zoo.build(preset, vocab_size=self.preprocessor.vocab_size, embeddings=self.embeddings,
-                          num_features=self.preprocessor.num_features)
+        model = training.build_model(preset, self.preprocessor, self.embeddings)
         return training._compile_for_mode(model, preset, mode)
 
     def fit(self, hp, model, *args, callbacks=None, epochs=None, initial_epoch=0, **kwargs):
@@ -246,6 +266,10 @@ class MatchHyperModel(kt.HyperModel):
 def make_tuner(hypermodel, kind, directory, *, max_trials=None, project="search", seed=1234, max_epochs=None):
     """A Keras Tuner tuner over `hypermodel` that prints one line per finished trial.
 
+    In a distributed search (`distributed_role`), the chief's tuner serves the oracle from `search` and runs no
+    trial; a worker's asks the chief for trials. Every process keeps its own `directory` (Hyperband's workers
+    share one, as they load each other's weights).
+
     Args:
         hypermodel: a `MatchHyperModel`.
         kind: `"grid"`, `"random"`, `"hyperband"` or `"bayesian"`.
@@ -257,26 +281,32 @@ def make_tuner(hypermodel, kind, directory, *, max_trials=None, project="search"
         max_epochs: Hyperband's largest epoch budget (default the preset's epochs).
 
     Raises:
-        ValueError: unknown kind, or `max_trials` that is not a positive integer.
+        ValueError: unknown kind, `max_trials` that is not a positive integer, or an incomplete set of Keras
+            Tuner's distribution variables.
     """
     if kind not in TUNERS:
         raise ValueError(f"unknown tuner {kind!r}; valid: {list(TUNERS)}")
     if max_trials is not None and (isinstance(max_trials, bool) or not isinstance(max_trials, int)
                                    or max_trials < 1):
         raise ValueError(f"max_trials must be a positive integer, got {max_trials!r}")
+    role = distributed_role()  # checks Keras Tuner's variables before any connection is made
     common = dict(objective=hypermodel.objective, seed=seed, max_consecutive_failed_trials=10)
-    if kind == "grid":
-        oracle = _ResumableGridSearchOracle(max_trials=max_trials, **common)
-    elif kind == "random":
-        oracle = kt.oracles.RandomSearchOracle(max_trials=max_trials or 10, **common)
-    elif kind == "bayesian":
-        oracle = kt.oracles.BayesianOptimizationOracle(max_trials=max_trials or 10, **common)
-    else:  # Keras Tuner's Hyperband tuner: it carries weights from one bracket round to the next
+    if kind == "hyperband":  # Keras Tuner's Hyperband tuner: it carries weights from one bracket round to the next
         epochs = max_epochs or hypermodel.preset(kt.HyperParameters())["training"]["epochs"]
-        return _HyperbandTuner(hypermodel=hypermodel, max_epochs=int(epochs), directory=str(directory),
-                               project_name=project, overwrite=False, **common)
-    return _Tuner(oracle=oracle, hypermodel=hypermodel, directory=str(directory), project_name=project,
-                  overwrite=False)
+        tuner = _HyperbandTuner(hypermodel=hypermodel, max_epochs=int(epochs), directory=str(directory),
+                                project_name=project, overwrite=False, **common)
+    else:
+        if kind == "grid":
+            oracle = _ResumableGridSearchOracle(max_trials=max_trials, **common)
+        elif kind == "random":
+            oracle = kt.oracles.RandomSearchOracle(max_trials=max_trials or 10, **common)
+        else:
+            oracle = kt.oracles.BayesianOptimizationOracle(max_trials=max_trials or 10, **common)
+        tuner = _Tuner(oracle=oracle, hypermodel=hypermodel, directory=str(directory), project_name=project,
+                       overwrite=False)
+    if role == "chief":
+        _announce_trial_ends(tuner)
+    return tuner
 
 
 class _ResumableGridSearchOracle(kt.oracles.GridSearchOracle):
@@ -308,15 +338,55 @@ def _grid_linked_list():
 
 
 class _TrialLines:
-    """Prints one line per finished trial: its number, settings, dev figure, epochs and seconds."""
+    """Prints one line per finished trial: its number, settings, dev figure, epochs and seconds.
+
+    The line comes from the oracle's record of the trial, which on a distributed worker is the chief's (the
+    worker's own copy of the trial does not receive the metrics it reports)."""
 
     def on_trial_end(self, trial):
         super().on_trial_end(trial)
-        row = _row(self.oracle, trial, self.hypermodel.space)
-        settings = ", ".join(f"{k}={json.dumps(v)}" for k, v in row["hyperparameters"].items())
-        result = (f"{row['objective']} {row['dev']:.4f}" if row["dev"] is not None
-                  else f"failed: {row['error'] or row['status']}")
-        print(f"trial {row['trial']} ({settings}): {result}, {row['epochs']} epochs, {row['seconds']} s", flush=True)
+        prefix = f"{self.tuner_id}: " if distributed_role() == "worker" else ""
+        print(prefix + _trial_line(self.oracle, self.oracle.get_trial(trial.trial_id), self.hypermodel.space),
+              flush=True)
+
+
+def _trial_line(oracle, trial, space):
+    row = _row(oracle, trial, space)
+    settings = ", ".join(f"{k}={json.dumps(v)}" for k, v in row["hyperparameters"].items())
+    result = (f"{row['objective']} {row['dev']:.4f}" if row["dev"] is not None
+              else f"failed: {row['error'] or row['status']}")
+    return f"trial {row['trial']} ({settings}): {result}, {row['epochs']} epochs, {row['seconds']} s"
+
+
+def distributed_role():
+    """`"chief"`, `"worker"` or `None`: this process's part in Keras Tuner's distributed search.
+
+    Keras Tuner reads three variables: `KERASTUNER_ORACLE_IP` and `KERASTUNER_ORACLE_PORT`, the chief's address,
+    and `KERASTUNER_TUNER_ID`, `chief` for the process that holds the oracle and any other name (`tuner0`,
+    `tuner1`, ...) for a worker that runs trials. Without `KERASTUNER_ORACLE_IP` the search is local.
+
+    Raises:
+        ValueError: `KERASTUNER_ORACLE_IP` is set without the port or the tuner id (the message names the variable).
+    """
+    if "KERASTUNER_ORACLE_IP" not in os.environ:
+        return None
+    missing = [v for v in ("KERASTUNER_ORACLE_PORT", "KERASTUNER_TUNER_ID") if not os.environ.get(v)]
+    if missing:
+        raise ValueError(f"KERASTUNER_ORACLE_IP is set (a distributed search) but {' and '.join(missing)} "
+                         f"{'is' if len(missing) == 1 else 'are'} not: set both on every process")
+    return "chief" if "chief" in os.environ["KERASTUNER_TUNER_ID"] else "worker"
+
+
+def _announce_trial_ends(tuner):
+    """On the chief of a distributed search, which runs no trial itself: one line per trial as workers end them."""
+    oracle, space = tuner.oracle, tuner.hypermodel.space
+    end_trial = oracle.end_trial
+
+    def announced(trial):
+        end_trial(trial)
+        print(_trial_line(oracle, oracle.get_trial(trial.trial_id), space), flush=True)
+
+    oracle.end_trial = announced
 
 
 class _Tuner(_TrialLines, kt.Tuner):

@@ -44,6 +44,21 @@ def test_a_space_that_does_not_fit_its_entry_is_refused(monkeypatch, tmp_path):
         tuning.space_for("qrnn")
 
 
+def test_a_space_file_of_your_own_is_read_and_checked_against_the_entry(tmp_path):
+    own = tmp_path / "own.json"
+    own.write_text(json.dumps({"hyperparameters": {"filters": {"type": "int", "min_value": 64, "max_value": 128,
+                                                               "step": 64}}}))
+    space = tuning.read_space(own, "ctrn")
+    assert space["file"] == str(own) and set(space["hyperparameters"]) == {"filters"}
+    with pytest.raises(ValueError, match=r"own\.json does not fit zoo entry 'mcan_fm'.*filters"):
+        tuning.read_space(own, "mcan_fm")
+    own.write_text('{"hyperparameters": {"filters": ')
+    with pytest.raises(ValueError, match=r"search space .*own\.json is not valid JSON"):
+        tuning.read_space(own, "ctrn")
+    with pytest.raises(FileNotFoundError):
+        tuning.read_space(tmp_path / "missing.json", "ctrn")
+
+
 @pytest.fixture(scope="module")
 def hypermodel(data_dir):
     return tuning.MatchHyperModel("mcan_sm", "trecqa-clean", space=TINY, data_dir=data_dir, max_train_questions=12,
