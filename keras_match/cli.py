@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pathlib
 import sys
 
 
@@ -121,6 +122,20 @@ def _cmd_evaluate(args):
     print(f"{args.dataset} {split}: {task.summary(report)}")
     if args.json:
         print(json.dumps(report))
+
+
+def _cmd_explain(args):
+    from keras_match import explain
+    from keras_match.runs import load_run
+
+    run = load_run(args.run_dir)
+    result = explain.conv_maxima(run, args.question, args.answer, window=args.window)
+    out = args.out or str(pathlib.Path(args.run_dir) / "explain.png")
+    explain.plot_conv_maxima(result, out, question=args.question)
+    top = sorted(zip(result["credit"].tolist(), result["tokens"]), reverse=True)[:5]
+    print(f"score {result['score']}; window {result['window']}: the words that win the most CNN maxima: "
+          + ", ".join(f"{word} ({credit:.2f})" for credit, word in top if credit > 0))
+    print(f"plot written to {out}")
 
 
 def _cmd_predict(args):
@@ -276,6 +291,15 @@ def build_parser():
     p.add_argument("--data-dir", default=None)
     p.add_argument("--json", action="store_true", help="also print the figures as JSON")
     p.set_defaults(func=_cmd_evaluate)
+
+    p = sub.add_parser("explain", help="Compare-Aggregate: plot where the CNN takes each dimension's largest value "
+                       "over the answer's words (the paper's Figure 2), as PNG")
+    p.add_argument("run_dir")
+    p.add_argument("--question", required=True)
+    p.add_argument("--answer", required=True)
+    p.add_argument("--window", type=_positive_int, default=None, help="window size to show (default: the largest)")
+    p.add_argument("--out", default=None, help="the PNG to write (default RUN_DIR/explain.png)")
+    p.set_defaults(func=_cmd_explain)
 
     p = sub.add_parser("predict", help="rank raw candidate answers for a raw question (a classifier prints "
                        "each pair's label)")

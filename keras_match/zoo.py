@@ -27,6 +27,7 @@ BUILDERS = {
     "mcan": "keras_match.models.mcan:build_mcan",
     "ctrn": "keras_match.models.ctrn:build_ctrn",
     "qrnn": "keras_match.models.ctrn:build_qrnn_matcher",
+    "compare_aggregate": "keras_match.models.compare_aggregate:build_compare_aggregate",
 }
 
 # Arguments the zoo fills in itself; the rest of a builder's arguments come from the preset or overrides.

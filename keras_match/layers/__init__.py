@@ -15,10 +15,29 @@ CTRN (Tay, Luu & Hui, AAAI 2018) and every recurrence whose gates are computed b
 - `QRNN` (eq. 1 and fo-pooling), `CTRN` (the CTRN-Q / CTRN-A cells, lightweight temporal crossing),
   `TemporalMeanPooling` (masked mean over time)
 
+Compare-Aggregate (Wang & Jiang, ICLR 2017), all in `keras_match.layers.compare_aggregate`:
+
+- `GatedPreprocessing` (eq. 1), `CompareAttention` (eq. 2), `CNNAggregation` (eq. 9), and `CompareAggregate`
+  (eq. 1-9 end to end, optionally returning the per-word convolution features of Figure 2)
+- the comparison functions (eq. 3-8) `NNComparison`, `NTNComparison`, `EucCosComparison`, `SubComparison`,
+  `MultComparison`, `SubMultNNComparison`, chosen by name with `get_comparison` ("nn", "ntn", "euccos", "sub",
+  "mult", "submult_nn")
+
 Mask-aware reductions shared by all layers are in `keras_match.layers.masked_ops`.
 """
 
 from keras_match.layers.co_attention import CoAttention
+from keras_match.layers.compare_aggregate import CNNAggregation
+from keras_match.layers.compare_aggregate import CompareAggregate
+from keras_match.layers.compare_aggregate import CompareAttention
+from keras_match.layers.compare_aggregate import EucCosComparison
+from keras_match.layers.compare_aggregate import GatedPreprocessing
+from keras_match.layers.compare_aggregate import MultComparison
+from keras_match.layers.compare_aggregate import NNComparison
+from keras_match.layers.compare_aggregate import NTNComparison
+from keras_match.layers.compare_aggregate import SubComparison
+from keras_match.layers.compare_aggregate import SubMultNNComparison
+from keras_match.layers.compare_aggregate import get_comparison
 from keras_match.layers.compression import DenseCompression
 from keras_match.layers.compression import FactorizationMachine
 from keras_match.layers.compression import SumCompression
@@ -34,18 +53,29 @@ from keras_match.layers.qrnn import QRNN
 from keras_match.layers.temporal_mean_pooling import TemporalMeanPooling
 
 __all__ = [
+    "CNNAggregation",
     "CTRN",
     "CoAttention",
+    "CompareAggregate",
+    "CompareAttention",
     "DenseCompression",
+    "EucCosComparison",
     "FactorizationMachine",
     "GatedLinearRecurrence",
+    "GatedPreprocessing",
     "Highway",
     "IntraAttention",
     "MeanMaxPooling",
+    "MultComparison",
     "MultiCastAttention",
+    "NNComparison",
+    "NTNComparison",
     "QRNN",
+    "SubComparison",
+    "SubMultNNComparison",
     "SumCompression",
     "TemporalMeanPooling",
     "gated_linear_recurrence",
+    "get_comparison",
     "get_compression",
 ]

@@ -12,6 +12,8 @@ handled by the caller (`MultiCastAttention` zeroes the features of padded positi
 import keras
 from keras import ops
 
+from keras_match.layers.registry import by_name
+
 
 def _input_dim(layer, input_shape):
     dim = input_shape[-1]
@@ -229,13 +231,8 @@ def compression_class(name):
     Raises:
         ValueError: for any other name, listing the valid ones.
     """
-    key = name.lower() if isinstance(name, str) else None
-    if key not in COMPRESSIONS:
-        raise ValueError(
-            f"Unknown compression function {name!r}. Valid names (case-insensitive): {sorted(COMPRESSIONS)} "
-            "(sm = sum, eq. 10; nn = dense ReLU, eq. 11; fm = factorization machine, eq. 12)."
-        )
-    return COMPRESSIONS[key]
+    return by_name(COMPRESSIONS, name, "compression",
+                   "sm = sum, eq. 10; nn = dense ReLU, eq. 11; fm = factorization machine, eq. 12")
 
 
 def get_compression(name, **kwargs):

@@ -135,3 +135,4 @@ def check_pair_shape(input_shape, layer_name):
             f"Received q shape {q_shape} and d shape {d_shape}."
         )
     return q_shape, d_shape
+
