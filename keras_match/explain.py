@@ -8,7 +8,8 @@ draws it with matplotlib:
 
 - top: the convolution features of the chosen window size, dimensions x answer words (the heat map behind the
   paper's figure), with each dimension's maximum marked;
-- bottom: per answer word, the sum of the maxima its windows won (a window is credited to the word it starts at).
+- bottom: per answer word, the sum of the maxima its windows won (a window is credited to the word it starts
+  at, or, with `conv_padding="same"`, the word it is centred on).
 
     keras-match explain runs/compare_aggregate_mult-wikiqa --question "how are glacier caves formed ?" \\
         --answer "A glacier cave is a cave formed within the ice of a glacier ." --out cave.png
@@ -43,7 +44,7 @@ def conv_maxima(run, question, answer, window=None) -> dict:
     Returns:
         dict with `tokens` (the answer's words after truncation, `[len_a]` str; out-of-vocabulary words keep
         their text), `window`, `features` (float32 `[len_a, filters]`: the window's ReLU convolution at each
-        window start, 0 where no window starts), `argmax` (int `[filters]`: the word each dimension's maximum
+        window position, 0 where no window counts), `argmax` (int `[filters]`: the word each dimension's maximum
         comes from), `maxima` (float32 `[filters]`), `credit` (float32 `[len_a]`: the sum of the maxima won by
         windows starting at each word) and `score` (the model's output for the pair).
 

@@ -9,10 +9,11 @@ import pytest
 
 from keras_match import cli, tuning, zoo
 
-TINY = {"file": "tiny.json", "builders": ["mcan"],
-        "hyperparameters": {"lstm_units": {"type": "choice", "values": [8, 16]},
+# QRNN: the zoo's quickest model to build and train, so the searches below cost seconds per trial
+TINY = {"file": "tiny.json", "builders": ["qrnn"],
+        "hyperparameters": {"filters": {"type": "choice", "values": [8, 16]},
                             "projection_dim": {"type": "choice", "values": [None, 12]}}}
-FIXED = dict(highway_units=8, fm_factors=4, epochs=1)
+FIXED = dict(dense_units=4, epochs=1)
 
 
 def test_every_zoo_entry_has_a_space_that_fits_it():
@@ -61,7 +62,7 @@ def test_a_space_file_of_your_own_is_read_and_checked_against_the_entry(tmp_path
 
 @pytest.fixture(scope="module")
 def hypermodel(data_dir):
-    return tuning.MatchHyperModel("mcan_sm", "trecqa-clean", space=TINY, data_dir=data_dir, max_train_questions=12,
+    return tuning.MatchHyperModel("qrnn_wikiqa", "trecqa-clean", space=TINY, data_dir=data_dir, max_train_questions=12,
                                   verbose=0, **FIXED)
 
 
@@ -81,7 +82,7 @@ def test_a_grid_search_runs_every_combination_and_resumes_without_repeating(hype
     with pytest.raises(KeyboardInterrupt):
         tuner.search(verbose=0)
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("trial ")]
-    assert len(lines) == 2 and "lstm_units=8" in lines[0] and "val_map 0." in lines[0]
+    assert len(lines) == 2 and "filters=8" in lines[0] and "val_map 0." in lines[0]
 
     again = tuning.make_tuner(hypermodel, "grid", tmp_path / "search")  # the same command again
     again.search(verbose=0)
@@ -90,7 +91,7 @@ def test_a_grid_search_runs_every_combination_and_resumes_without_repeating(hype
     rows = tuning.trial_rows(again)
     finished = [r for r in rows if r["dev"] is not None]
     assert len(finished) == 4
-    combos = {(r["hyperparameters"]["lstm_units"], r["hyperparameters"]["projection_dim"]) for r in finished}
+    combos = {(r["hyperparameters"]["filters"], r["hyperparameters"]["projection_dim"]) for r in finished}
     assert combos == {(8, None), (8, 12), (16, None), (16, 12)}
     for r in finished:
         assert 0 < r["dev"] <= 1 and r["epochs"] == 1 and r["seconds"] > 0
@@ -98,10 +99,10 @@ def test_a_grid_search_runs_every_combination_and_resumes_without_repeating(hype
     result = tuning.write_results(again, hypermodel, tmp_path / "search")
     with open(result["files"]["csv"], encoding="utf-8") as f:
         table = list(csv.DictReader(f))
-    assert [row["lstm_units"] for row in table if row["val_map"]].count("8") == 2
+    assert [row["filters"] for row in table if row["val_map"]].count("8") == 2
     best = json.loads((tmp_path / "search" / "best.json").read_text())
     assert best["dev"] == max(r["dev"] for r in finished)
-    assert best["settings"]["highway_units"] == 8 and "lstm_units" in best["settings"]
+    assert best["settings"]["dense_units"] == 4 and "filters" in best["settings"]
     assert (tmp_path / "search" / "trials.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -125,9 +126,9 @@ def test_a_failing_trial_is_recorded_and_the_search_goes_on(hypermodel, tmp_path
 def test_tune_command_then_train_with_the_best_configuration(data_dir, tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(tuning, "space_for", lambda name: TINY)
     search = tmp_path / "search"
-    args = ["tune", "mcan_sm", "--dataset", "trecqa-clean", "--data-dir", str(data_dir), "--tuner", "random",
+    args = ["tune", "qrnn_wikiqa", "--dataset", "trecqa-clean", "--data-dir", str(data_dir), "--tuner", "random",
             "--max-trials", "2", "--dir", str(search), "--epochs", "1", "--max-train-questions", "12",
-            "--set", "highway_units=8", "--set", "fm_factors=4"]
+            "--set", "dense_units=4"]
     assert cli.main(args) == 0
     out = capsys.readouterr().out
     assert out.count("\ntrial ") + out.startswith("trial ") == 2
@@ -135,13 +136,13 @@ def test_tune_command_then_train_with_the_best_configuration(data_dir, tmp_path,
     best = json.loads((search / "best.json").read_text())
     run_dir = tmp_path / "run"
     assert best["settings"]["epochs"] == 1  # the search's fixed --epochs travels with the configuration
-    assert cli.main(["train", "mcan_sm", "--dataset", "trecqa-clean", "--data-dir", str(data_dir),
+    assert cli.main(["train", "qrnn_wikiqa", "--dataset", "trecqa-clean", "--data-dir", str(data_dir),
                      "--max-train-questions", "12", "--run-dir", str(run_dir), "--config", str(search / "best.json"),
-                     "--epochs", "2", "--set", "fm_factors=3"]) == 0
+                     "--epochs", "2", "--set", "dropout=0.25"]) == 0
     preset = json.loads((run_dir / "config.json").read_text())["preset"]
-    assert preset["model"]["lstm_units"] == best["settings"]["lstm_units"]
-    assert preset["model"]["highway_units"] == 8  # from the configuration
-    assert preset["training"]["epochs"] == 2 and preset["model"]["fm_factors"] == 3  # the options override it
+    assert preset["model"]["filters"] == best["settings"]["filters"]
+    assert preset["model"]["dense_units"] == 4  # from the configuration
+    assert preset["training"]["epochs"] == 2 and preset["model"]["dropout"] == 0.25  # the options override it
 
 
 def test_a_config_of_another_zoo_entry_is_refused(tmp_path, capsys):
@@ -159,4 +160,4 @@ def test_a_search_on_a_dev_split_without_relevant_answers_is_refused_at_once(tmp
     (folder / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     (folder / "dev.jsonl").write_text("".join(json.dumps(dict(r, label=0)) + "\n" for r in rows))
     with pytest.raises(ValueError, match="dev.jsonl: the dev split of 'data' has no question with a relevant answer"):
-        tuning.MatchHyperModel("mcan_sm", str(folder), space=TINY, embeddings_path=None)
+        tuning.MatchHyperModel("qrnn_wikiqa", str(folder), space=TINY, embeddings_path=None)

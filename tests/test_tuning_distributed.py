@@ -16,8 +16,8 @@ import pytest
 
 from keras_match import cli, tuning
 
-GRID = {"builders": ["mcan"],
-        "hyperparameters": {"lstm_units": {"type": "choice", "values": [8, 16]},
+GRID = {"builders": ["qrnn"],
+        "hyperparameters": {"filters": {"type": "choice", "values": [8, 16]},
                             "projection_dim": {"type": "choice", "values": [None, 12]}}}
 COMBINATIONS = {(8, None), (8, 12), (16, None), (16, 12)}
 
@@ -31,9 +31,9 @@ def _free_port():
 def _tune(data_dir, space, folder, tuner_id, port):
     env = dict(os.environ, KERASTUNER_TUNER_ID=tuner_id, KERASTUNER_ORACLE_IP="127.0.0.1",
                KERASTUNER_ORACLE_PORT=str(port), TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    argv = ["tune", "mcan_sm", "--dataset", "trecqa-clean", "--data-dir", str(data_dir), "--tuner", "grid",
+    argv = ["tune", "qrnn_wikiqa", "--dataset", "trecqa-clean", "--data-dir", str(data_dir), "--tuner", "grid",
             "--space", str(space), "--dir", str(folder), "--epochs", "1", "--max-train-questions", "12",
-            "--embeddings", "none", "--set", "highway_units=8", "--set", "fm_factors=4"]
+            "--embeddings", "none", "--set", "dense_units=4"]
     program = f"import sys; from keras_match import cli; sys.exit(cli.main({argv!r}))"
     return subprocess.Popen([sys.executable, "-c", program], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
@@ -65,7 +65,7 @@ def test_a_chief_and_two_workers_run_every_trial_once_and_the_chief_reports_the_
 
     rows = json.loads((tmp_path / "chief" / "trials.json").read_text())
     assert len(rows) == 4 and all(row["dev"] is not None and 0 < row["dev"] <= 1 for row in rows)
-    assert {(r["hyperparameters"]["lstm_units"], r["hyperparameters"]["projection_dim"]) for r in rows} == COMBINATIONS
+    assert {(r["hyperparameters"]["filters"], r["hyperparameters"]["projection_dim"]) for r in rows} == COMBINATIONS
     assert len(re.findall(r"^trial \d+ \(", outputs["chief"], flags=re.M)) == 4  # the chief's line per trial
     best = json.loads((tmp_path / "chief" / "best.json").read_text())
     top = max(rows, key=lambda r: r["dev"])
@@ -80,7 +80,7 @@ def test_an_incomplete_set_of_distribution_variables_is_a_usage_error(monkeypatc
     monkeypatch.setenv("KERASTUNER_TUNER_ID", "tuner0")
     with pytest.raises(ValueError, match="KERASTUNER_ORACLE_PORT is not"):
         tuning.distributed_role()
-    assert cli.main(["tune", "mcan_sm", "--dir", "unused"]) == 2
+    assert cli.main(["tune", "qrnn_wikiqa", "--dir", "unused"]) == 2
     assert "KERASTUNER_ORACLE_PORT" in capsys.readouterr().err
     monkeypatch.setenv("KERASTUNER_ORACLE_PORT", "8000")
     assert tuning.distributed_role() == "worker"
