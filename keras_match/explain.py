@@ -73,7 +73,7 @@ def conv_maxima(run, question, answer, window=None) -> dict:
     probe = CompareAggregate.from_config({**config, "return_word_features": True})
     q, a = embedding(q_ids), embedding(a_ids)
     masks = [q_ids != 0, a_ids != 0]
-    probe([q, a], mask=masks)  # builds the probe
+    probe.build([tuple(q.shape), tuple(a.shape)])
     probe.set_weights(layer.get_weights())
     out = probe([q, a], mask=masks)
     filters = out["word_features"].shape[-1] // len(windows)

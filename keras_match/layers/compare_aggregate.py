@@ -20,6 +20,8 @@ The classification head of section 3.1 (eq. 10) is not part of this module.
 import keras
 from keras import ops
 
+from keras_match.layers.checks import last_dim
+from keras_match.layers.checks import positive_int
 from keras_match.layers.co_attention import affinity
 from keras_match.layers.co_attention import soft_align
 from keras_match.layers.masked_ops import as_bool_mask
@@ -38,14 +40,6 @@ EUCCOS_EPSILON = 1e-6
 """Floor of the vector norms in the `"euccos"` comparison (eq. 5), see `EucCosComparison`."""
 
 
-def _check_positive_int(name, value, allow_none=False):
-    if value is None and allow_none:
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        expected = "a positive integer or None" if allow_none else "a positive integer"
-        raise ValueError(f"`{name}` must be {expected}. Received: {name}={value!r}")
-
-
 def _check_windows(windows):
     """`windows` as a tuple of distinct positive ints; ValueError otherwise."""
     if isinstance(windows, (str, bytes)) or not isinstance(windows, (list, tuple)) or not windows:
@@ -58,15 +52,6 @@ def _check_windows(windows):
     if len(set(windows)) != len(windows):
         raise ValueError(f"Window sizes must be distinct. Received: windows={windows!r}")
     return tuple(windows)
-
-
-def _input_dim(layer, input_shape):
-    dim = input_shape[-1]
-    if dim is None:
-        raise ValueError(
-            f"Layer {layer.name} needs a defined last input dimension. Received input_shape={input_shape}"
-        )
-    return dim
 
 
 # eq. 1 -------------------------------------------------------------------------------------------------------
@@ -120,12 +105,12 @@ class GatedPreprocessing(keras.layers.Layer):
 
     def __init__(self, units, **kwargs):
         super().__init__(**kwargs)
-        _check_positive_int("units", units)
+        positive_int("units", units)
         self.units = units
         self.supports_masking = True
 
     def build(self, input_shape):
-        _input_dim(self, input_shape)
+        last_dim(self, input_shape)
         # Two Dense layers, each with its own Glorot initializer instance (so W^i and W^u differ).
         self.input_gate = keras.layers.Dense(
             self.units, activation="sigmoid", dtype=self.dtype_policy, name="input_gate"
@@ -300,7 +285,7 @@ class _DenseComparison(Comparison):
 
     def __init__(self, units=None, **kwargs):
         super().__init__(**kwargs)
-        _check_positive_int("units", units, allow_none=True)
+        positive_int("units", units, allow_none=True)
         self.units = units
 
     def output_dim(self, dim):
@@ -402,7 +387,7 @@ class NTNComparison(Comparison):
 
     def __init__(self, units=None, **kwargs):
         super().__init__(**kwargs)
-        _check_positive_int("units", units, allow_none=True)
+        positive_int("units", units, allow_none=True)
         self.units = units
 
     def output_dim(self, dim):
@@ -716,7 +701,7 @@ class CNNAggregation(keras.layers.Layer):
     def __init__(self, filters, windows=(1, 2, 3, 4, 5), conv_padding="valid", return_word_features=False,
                  **kwargs):
         super().__init__(**kwargs)
-        _check_positive_int("filters", filters)
+        positive_int("filters", filters)
         self.windows = _check_windows(windows)
         if conv_padding not in CONV_PADDINGS:
             raise ValueError(
@@ -732,7 +717,7 @@ class CNNAggregation(keras.layers.Layer):
             raise ValueError(
                 f"Layer {self.name} expects inputs of rank 3 ([batch, time, dim]). Received input_shape={input_shape}"
             )
-        dim = _input_dim(self, input_shape)
+        dim = last_dim(self, input_shape)
         self.convolutions = []
         for window in self.windows:
             conv = keras.layers.Conv1D(
@@ -899,8 +884,8 @@ class CompareAggregate(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        _check_positive_int("units", units)
-        _check_positive_int("filters", filters, allow_none=True)
+        positive_int("units", units)
+        positive_int("filters", filters, allow_none=True)
         comparison_class(comparison)  # raises ValueError for an unknown name
         self.windows = _check_windows(windows)
         if conv_padding not in CONV_PADDINGS:

@@ -12,16 +12,8 @@ handled by the caller (`MultiCastAttention` zeroes the features of padded positi
 import keras
 from keras import ops
 
+from keras_match.layers.checks import last_dim
 from keras_match.layers.registry import by_name
-
-
-def _input_dim(layer, input_shape):
-    dim = input_shape[-1]
-    if dim is None:
-        raise ValueError(
-            f"Layer {layer.name} needs a defined last input dimension. Received input_shape={input_shape}"
-        )
-    return dim
 
 
 class _Compression(keras.layers.Layer):
@@ -116,7 +108,7 @@ class DenseCompression(_Compression):
         self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
 
     def build(self, input_shape):
-        dim = _input_dim(self, input_shape)
+        dim = last_dim(self, input_shape)
         self.kernel = self.add_weight(
             name="kernel", shape=(dim, 1), initializer="glorot_uniform", regularizer=self.kernel_regularizer
         )
@@ -188,7 +180,7 @@ class FactorizationMachine(_Compression):
         self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
 
     def build(self, input_shape):
-        dim = _input_dim(self, input_shape)
+        dim = last_dim(self, input_shape)
         self.bias = self.add_weight(name="bias", shape=(1,), initializer="zeros")
         self.linear = self.add_weight(
             name="linear", shape=(dim, 1), initializer="glorot_uniform", regularizer=self.kernel_regularizer

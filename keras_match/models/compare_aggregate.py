@@ -6,15 +6,8 @@ import keras
 import numpy as np
 
 from keras_match.layers import CompareAggregate
+from keras_match.layers.checks import positive_int
 from keras_match.models.common import feature_input, frozen_embedding, output_head, pair_inputs
-
-
-def _check_positive_int(name, value, allow_none=False):
-    if value is None and allow_none:
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        wanted = "a positive integer or None" if allow_none else "a positive integer"
-        raise ValueError(f"{name} must be {wanted}, got {value!r}")
 
 
 def _check_rate(name, value):
@@ -121,8 +114,8 @@ def build_compare_aggregate(
         Wang, Jiang. "A Compare-Aggregate Model for Matching Text Sequences." ICLR 2017. arXiv:1611.01747.
         Section 2 (eq. 1-9), section 3.1 (eq. 10) and the appendix (settings).
     """
-    _check_positive_int("units", units)
-    _check_positive_int("dense_units", dense_units, allow_none=True)
+    positive_int("units", units)
+    positive_int("dense_units", dense_units, allow_none=True)
     _check_rate("embedding_dropout", embedding_dropout)
     from keras_match import heads
 
