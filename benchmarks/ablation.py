@@ -9,7 +9,8 @@ Each (row, seed) trains once with `reproduce.py --set KEY=VALUE ... --label LABE
 `OUT/<row number>-<seed>.json` when it finishes; a result already written is not run again, and an interrupted
 run resumes from its last finished epoch (reproduce.py's run folders under `OUT/runs`). Rows run seed by seed
 (every row's first seed, then every row's second seed, ...), so that a session that ends early leaves a
-complete first-seed table. At the end, or with `--table`, the markdown table of what finished is printed
+complete first-seed table. `--seeds` and `--rows` run a part of the plan, so that two processes (each pinned
+to its own core, for instance) can share it without running the same result twice. At the end, or with `--table`, the markdown table of what finished is printed
 (benchmarks/summarize.py: dev and test means and standard deviations per row).
 
     KERAS_MATCH_DATA=../shared/data python benchmarks/ablation.py benchmarks/ablations/mcan_fm_trecqa.json \
@@ -66,12 +67,19 @@ def result_path(out, index, seed):
     return out / f"{index:02d}-s{seed}.json"
 
 
-def run(plan, out):
+def run(plan, out, seeds=None, rows=None):
+    """Train every (row, seed) of the plan whose result is missing; `seeds` / `rows` (row numbers) limit the part run."""
     out.mkdir(parents=True, exist_ok=True)
-    total = len(plan["rows"]) * len(plan["seeds"])
+    seeds = plan["seeds"] if seeds is None else seeds
+    indices = range(len(plan["rows"])) if rows is None else rows
+    for index in indices:
+        if not 0 <= index < len(plan["rows"]):
+            raise SystemExit(f"--rows: no row {index} (the plan has rows 0-{len(plan['rows']) - 1})")
+    total = len(indices) * len(seeds)
     done = 0
-    for seed in plan["seeds"]:
-        for index, row in enumerate(plan["rows"]):
+    for seed in seeds:
+        for index in indices:
+            row = plan["rows"][index]
             target = result_path(out, index, seed)
             done += 1
             if target.exists() and target.stat().st_size:
@@ -109,11 +117,13 @@ def main(argv=None):
     parser.add_argument("plan", help="the ablation JSON file")
     parser.add_argument("--out", required=True, help="folder for the results, the run folders and the log")
     parser.add_argument("--table", action="store_true", help="print the table of the finished results and stop")
+    parser.add_argument("--seeds", type=int, nargs="+", help="run only these seeds (default: the plan's)")
+    parser.add_argument("--rows", type=int, nargs="+", help="run only these row numbers (default: every row)")
     args = parser.parse_args(argv)
     plan = load_plan(args.plan)
     out = pathlib.Path(args.out)
     if not args.table:
-        run(plan, out)
+        run(plan, out, seeds=args.seeds, rows=args.rows)
     print(table(out) or f"no finished result in {out} yet")
 
 

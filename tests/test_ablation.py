@@ -76,3 +76,22 @@ def test_bad_plans_are_named(tmp_path, plan, message):
     path.write_text(json.dumps(plan))
     with pytest.raises(SystemExit, match=message):
         _ablation().load_plan(path)
+
+
+def test_seeds_and_rows_run_only_their_part_and_an_unknown_row_is_named(tmp_path, monkeypatch):
+    module = _ablation()
+    calls = []
+
+    def fake_call(args, stdout, stderr):
+        label, seed = args[args.index("--label") + 1], int(args[args.index("--seeds") + 1])
+        calls.append((label, seed))
+        stdout.write(json.dumps(_fake_result(label, seed, 0.7)))
+        return 0
+
+    monkeypatch.setattr(module.subprocess, "call", fake_call)
+    module.run(PLAN, tmp_path, seeds=[2], rows=[1])
+    assert calls == [("weighted", 2)]
+    module.run(PLAN, tmp_path, seeds=[2])  # the other process's result is not run again
+    assert calls == [("weighted", 2), ("base", 2)]
+    with pytest.raises(SystemExit, match="no row 2"):
+        module.run(PLAN, tmp_path, rows=[2])
