@@ -652,7 +652,11 @@ def _count_tokens(texts: Iterable[str], lowercase: bool = True, batch_size: int 
 # --------------------------------------------------------------------------------------------------------------
 
 
-def load_embeddings(path, encoder_or_vocabulary, dim: int | None = None, seed: int = 0):
+MISSING_VECTORS = ("random", "zero")
+"""What :func:`load_embeddings` gives a word the vector source does not have."""
+
+
+def load_embeddings(path, encoder_or_vocabulary, dim: int | None = None, seed: int = 0, missing: str = "random"):
     """Builds the embedding matrix of an encoder's ids from pretrained word vectors.
 
     The vectors come from :func:`keras_match.vectors.load_vectors`: a GloVe text file (plain or gzip; runs of
@@ -663,7 +667,8 @@ def load_embeddings(path, encoder_or_vocabulary, dim: int | None = None, seed: i
     Rows: ``0`` (padding) and ``1`` (OOV) are zeros; row ``i + 2`` is the vector of ``vocabulary[i]``, or, if
     the source has no such word, a random normal vector with standard deviation 0.1 drawn from
     ``numpy.random.default_rng(seed)`` (the random matrix is drawn for all rows at once, so a word's random
-    vector depends only on ``seed``, the vocabulary size and its id). Words are matched exactly: a lower-cased
+    vector depends only on ``seed``, the vocabulary size and its id), or zeros with ``missing="zero"`` (as
+    Wang & Jiang 2017 do: the word then looks like the out-of-vocabulary word to a frozen embedding). Words are matched exactly: a lower-cased
     vocabulary matches GloVe 6B; upper-case words never do.
 
     Args:
@@ -671,6 +676,7 @@ def load_embeddings(path, encoder_or_vocabulary, dim: int | None = None, seed: i
         encoder_or_vocabulary: a :class:`TextEncoder` or a list of words (ids as in :class:`TextEncoder`).
         dim: expected vector size; ``None`` accepts the source's.
         seed: seed of the random vectors of missing words.
+        missing: ``"random"`` or ``"zero"``: the vector of a word the source does not have.
 
     Returns:
         ``(matrix, report)``: ``matrix`` is ``np.float32`` ``[vocab_size, dim]``; ``report`` is a dict with
@@ -683,7 +689,8 @@ def load_embeddings(path, encoder_or_vocabulary, dim: int | None = None, seed: i
 
     Raises:
         ValueError: a line has a different number of values than the first (message names file and line),
-            a value is not a number, the file has no vectors, or ``dim`` does not match the file.
+            a value is not a number, the file has no vectors, ``dim`` does not match the file, or ``missing``
+            is not one of ``MISSING_VECTORS``.
         FileNotFoundError: the source does not exist.
 
     Examples:
@@ -705,6 +712,8 @@ def load_embeddings(path, encoder_or_vocabulary, dim: int | None = None, seed: i
         words = _validate_vocabulary(list(encoder_or_vocabulary))
     if dim is not None and (int(dim) != dim or dim < 1):
         raise ValueError(f"dim must be None or an integer >= 1, got {dim!r}")
+    if missing not in MISSING_VECTORS:
+        raise ValueError(f"missing must be one of {MISSING_VECTORS}, got {missing!r}")
     source = vectors_lib.load_vectors(path, dim=dim)
     index = source.index
     rows = np.array([index.get(word, -1) for word in words], dtype=np.int64)
@@ -712,6 +721,8 @@ def load_embeddings(path, encoder_or_vocabulary, dim: int | None = None, seed: i
     vocab_size = len(words) + _NUM_RESERVED
     rng = np.random.default_rng(seed)
     matrix = (0.1 * rng.standard_normal((vocab_size, source.dim))).astype(np.float32)
+    if missing == "zero":
+        matrix[:] = 0.0
     matrix[:_NUM_RESERVED] = 0.0
     matrix[_NUM_RESERVED:][found] = source.matrix[rows[found]]
     token_coverage = None

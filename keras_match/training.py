@@ -175,10 +175,17 @@ def _make_preprocessor(files, resuming, examples, preset, vectors):
 
 
 def _build_model(preset, preprocessor, vectors, seed):
-    embeddings, coverage = None, None
-    if vectors is not None:
-        embeddings, coverage = text.load_embeddings(vectors, preprocessor.encoder, seed=seed)
+    embeddings, coverage = pretrained_embeddings(preset, preprocessor, vectors, seed)
     return build_model(preset, preprocessor, embeddings), coverage
+
+
+def pretrained_embeddings(preset, preprocessor, vectors, seed):
+    """`(matrix, coverage report)` of `text.load_embeddings` for `preprocessor`'s vocabulary, words the vectors
+    lack initialised as the preset's `missing_vectors` says; `(None, None)` without vectors."""
+    if vectors is None:
+        return None, None
+    missing = preset["training"].get("missing_vectors", "random")
+    return text.load_embeddings(vectors, preprocessor.encoder, seed=seed, missing=missing)
 
 
 def build_model(preset, preprocessor, embeddings):

@@ -211,9 +211,7 @@ class MatchHyperModel(kt.HyperModel):
         self.preprocessor = training.build_preprocessor(self.train_examples, base, vectors)
         self.train_inputs = pipeline.encode(self.preprocessor, self.train_examples.texts)
         self.dev_inputs = pipeline.encode(self.preprocessor, self.dev_examples.texts)
-        self.embeddings = None
-        if vectors is not None:
-            self.embeddings, _ = text.load_embeddings(vectors, self.preprocessor.encoder, seed=seed)
+        self.embeddings, _ = training.pretrained_embeddings(base, self.preprocessor, vectors, seed)
         self.dataset_name = data if isinstance(data, str) else dataset.name
 
     @property

@@ -350,6 +350,20 @@ def test_load_embeddings_token_coverage_from_build(tmp_path):
     assert report["token_coverage"] == pytest.approx(4 / 6)
 
 
+def test_load_embeddings_missing_zero_gives_zero_rows_and_keeps_the_found_ones(tmp_path):
+    path = tmp_path / "tiny.txt"
+    path.write_text(TINY_GLOVE, encoding="utf-8")
+    words = ["cat", "zürich", "missing", "the", "absent"]
+    random_rows, _ = load_embeddings(path, words)
+    zero_rows, report = load_embeddings(path, words, missing="zero")
+    np.testing.assert_array_equal(zero_rows[[4, 6]], 0.0)
+    assert np.abs(random_rows[[4, 6]]).max() > 0
+    np.testing.assert_array_equal(zero_rows[[2, 3, 5]], random_rows[[2, 3, 5]])
+    assert report["missing_examples"] == ["missing", "absent"]
+    with pytest.raises(ValueError, match="missing must be one of .*'zeros'"):
+        load_embeddings(path, words, missing="zeros")
+
+
 def test_load_embeddings_first_duplicate_wins_and_spacing_is_tolerated(tmp_path):
     path = tmp_path / "dup.txt"
     path.write_text("cat 1 2 3\ncat 7 8 9\nthe  4\t5 6 \n", encoding="utf-8")

@@ -179,6 +179,29 @@ def training_words(model, training_settings, source):
     return training._vector_words({"model": model, "training": training_settings}, source)
 
 
+def test_compare_aggregate_entries_start_words_without_a_vector_at_zero_and_others_at_random(tmp_path):
+    import types
+
+    from keras_match import zoo
+
+    source = vectors.load_vectors(_write(tmp_path / "v.txt", TINY))
+    preprocessor = types.SimpleNamespace(encoder=TextEncoder(["cat", "unknownword"]))
+    rows = {}
+    for name in ("compare_aggregate_mult", "compare_aggregate_submult_nn_sick", "mcan_fm"):
+        matrix, report = training.pretrained_embeddings(zoo.resolve(name), preprocessor, source, seed=0)
+        np.testing.assert_array_equal(matrix[2], source.matrix[source.index["cat"]])
+        assert report["missing_examples"] == ["unknownword"]
+        rows[name] = matrix[3]
+    np.testing.assert_array_equal(rows["compare_aggregate_mult"], 0.0)
+    np.testing.assert_array_equal(rows["compare_aggregate_submult_nn_sick"], 0.0)
+    assert np.abs(rows["mcan_fm"]).max() > 0  # the other entries keep small random vectors
+    zero, _ = training.pretrained_embeddings(zoo.resolve("mcan_fm", missing_vectors="zero"), preprocessor, source, 0)
+    np.testing.assert_array_equal(zero[3], 0.0)
+    assert training.pretrained_embeddings(zoo.resolve("mcan_fm"), preprocessor, None, 0) == (None, None)
+    with pytest.raises(ValueError, match='missing_vectors="zeros": must be "random" or "zero"'):
+        zoo.resolve("mcan_fm", missing_vectors="zeros")
+
+
 @pytest.mark.parametrize("cap", [-1, 1.5, "10", True])
 def test_a_bad_max_vocabulary_is_named(tmp_path, cap):
     source = vectors.load_vectors(_write(tmp_path / "v.txt", TINY))

@@ -6,6 +6,7 @@
 | `trecqa-raw` | TrecQA, raw dev/test without the questions that have no relevant answer |
 | `trecqa-raw-trec-eval` | raw dev/test with every question, those without a relevant answer scored 0 (trec_eval) |
 | `wikiqa`, `semeval2016` | the benchmarks of those names |
+| `wikiqa-answered` | WikiQA dev/test with every question that has a correct sentence (126 / 243, not 122 / 237) |
 | `sick`, `snli`, `msrp` | sentence-pair classification (entailment, entailment, paraphrase) |
 | a path | the user's TSV/JSONL file or folder (`keras_match.datasets.generic`) |
 """
@@ -20,6 +21,7 @@ SPECS = {
     "trecqa-clean": ("trecqa", "clean", {}),
     "trecqa-raw": ("trecqa", "raw", {}),
     "trecqa-raw-trec-eval": ("trecqa", "raw", {"no_positive": "zero"}),
+    "wikiqa-answered": ("wikiqa", "answered", {}),
 }
 """Names that pick a benchmark's variant (and loader options); every benchmark's own name is known too."""
 

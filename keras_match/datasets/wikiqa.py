@@ -21,17 +21,29 @@ from keras_match.datasets.common import choose, drop_no_positive, drop_only_posi
 from keras_match.datasets.reader import group_questions, read_records
 
 NAME = "wikiqa"
-VARIANTS = ("filtered",)
-"""Dev/test versions; only the standard filtered evaluation subset."""
+VARIANTS = ("filtered", "answered")
+"""Dev/test versions: ``"filtered"`` (the default), the standard evaluation subset of the ``*-filtered.ref`` qrels
+(122 / 237 questions with a correct and an incorrect sentence); ``"answered"``, every question with a correct
+sentence (126 / 243: Yang et al.'s "questions with answers", the counts of Wang & Jiang 2017's Table 2, whose
+WikiQA figures are on these)."""
 
 TRAIN_SPLITS = ("train",)
 
 COLUMNS = {"question_id": "QuestionID", "question": "Question", "answer": "Sentence", "label": "Label"}
 
 QRELS = {
-    "train": "wikiqa/WikiQA-train.ref",
-    "dev": "wikiqa/WikiQA-dev-filtered.ref",
-    "test": "wikiqa/WikiQA-test-filtered.ref",
+    "filtered": {
+        "train": "wikiqa/WikiQA-train.ref",
+        "dev": "wikiqa/WikiQA-dev-filtered.ref",
+        "test": "wikiqa/WikiQA-test-filtered.ref",
+    },
+    "answered": {split: f"wikiqa/WikiQA-{split}.ref" for split in ("train", "dev", "test")},
+}
+"""The qrels files of each variant (the unfiltered ones also list the questions a variant drops)."""
+
+EVALUATION = {
+    "filtered": "dev/test: questions with at least one correct and one incorrect sentence (the *-filtered.ref subset)",
+    "answered": "dev/test: questions with at least one correct sentence (Yang et al. 2015's questions with answers)",
 }
 
 
@@ -72,10 +84,12 @@ def load(variant=None, data_dir=None, *, train_split=None, download=False) -> Ma
     ``split.filter(lambda q: q.has_positive, ...)`` if wanted). Dev and test follow the standard evaluation
     subset of the ``*-filtered.ref`` qrels: questions without a correct sentence are dropped (reason
     ``"no positive answer"``), then questions whose sentences are all correct (reason
-    ``"only positive answers"``), keeping 122 of 296 dev and 237 of 633 test questions.
+    ``"only positive answers"``), keeping 122 of 296 dev and 237 of 633 test questions. The ``"answered"`` variant
+    keeps the questions whose sentences are all correct (126 of 296 dev and 243 of 633 test questions); each
+    scores MAP and MRR 1 with any ranking.
 
     Args:
-        variant: ``None`` or ``"filtered"`` (the only one).
+        variant: ``None`` or ``"filtered"`` (the default), or ``"answered"``.
         data_dir: the data directory; default ``$KERAS_MATCH_DATA``, else the user cache
             (see :func:`keras_match.datasets.resolve_data_dir`).
         train_split: ``None`` or ``"train"`` (the only one).
@@ -100,7 +114,9 @@ def load(variant=None, data_dir=None, *, train_split=None, download=False) -> Ma
     for name, relative in files.items():
         split, question_ids[name] = read_wikiqa_split(name, root / relative)
         if name != "train":
-            split = drop_only_positive(drop_no_positive(split))
+            split = drop_no_positive(split)
+            if variant == "filtered":
+                split = drop_only_positive(split)
         splits[name] = split
     return MatchingDataset(
         NAME,
@@ -108,9 +124,8 @@ def load(variant=None, data_dir=None, *, train_split=None, download=False) -> Ma
         variant=variant,
         metadata={
             "data_dir": str(root),
-            "qrels": {name: str(root / relative) for name, relative in QRELS.items()},
+            "qrels": {name: str(root / relative) for name, relative in QRELS[variant].items()},
             "question_ids": question_ids,
-            "evaluation": "dev/test: questions with at least one correct and one incorrect sentence "
-            "(the *-filtered.ref subset)",
+            "evaluation": EVALUATION[variant],
         },
     )

@@ -105,6 +105,29 @@ def test_wikiqa_matches_ref_qrels(wikiqa, data_dir, split, ref):
     assert wikiqa.metadata["qrels"][split].endswith(f"WikiQA-{ref}.ref")
 
 
+def test_wikiqa_answered_keeps_the_all_correct_questions_and_scores_them_one(wikiqa, data_dir):
+    from keras_match import metrics
+    from keras_match.datasets.catalog import load_by_name
+
+    answered = load_by_name("wikiqa-answered", data_dir=data_dir)
+    assert summary(answered["dev"]) == (126, 1130, 140, {"no positive answer": 296 - 126})
+    assert summary(answered["test"]) == (243, 2351, 293, {"no positive answer": 633 - 243})
+    filtered_ids = {q.qid for q in wikiqa["test"]}
+    extra = [q for q in answered["test"] if q.qid not in filtered_ids]
+    assert len(extra) == 6 and all(all(c.label > 0 for c in q.candidates) for q in extra)
+    assert answered.metadata["qrels"]["test"].endswith("WikiQA-test.ref")
+    # the unfiltered qrels list the answered questions' sentences as they are
+    qrels = read_qrels(data_dir / "wikiqa" / "WikiQA-test.ref")
+    kept = {q.qid for q in answered["test"]}
+    assert as_qrels(answered["test"]) == [row for row in qrels if row[0] in kept]
+    # the worst ranking (every correct sentence last): the all-correct questions still score 1 each
+    worst_answered = metrics.evaluate_split(answered["test"], -answered["test"].pairs().labels.astype(float))
+    worst_filtered = metrics.evaluate_split(wikiqa["test"], -wikiqa["test"].pairs().labels.astype(float))
+    assert worst_answered["map"] == pytest.approx((237 * worst_filtered["map"] + 6) / 243)
+    with pytest.raises(ValueError, match="variant"):
+        datasets.load("wikiqa", "unanswered", data_dir=data_dir)
+
+
 def test_wikiqa_original_ids_and_text(wikiqa):
     dev = wikiqa["dev"]
     first = dev.questions[0]  # ordinal 1 (Q8) has no correct sentence and is filtered out
