@@ -197,7 +197,7 @@ def test_names():
     [
         ({"name": "trecqa", "variant": "cleaned"}, "['clean', 'raw']"),
         ({"name": "trecqa", "train_split": "train_all"}, "['train-all', 'train']"),
-        ({"name": "wikiqa", "variant": "raw"}, "['filtered']"),
+        ({"name": "wikiqa", "variant": "raw"}, "['filtered', 'answered']"),
         ({"name": "semeval2016", "variant": "clean"}, "['official', 'filtered']"),
         ({"name": "semeval2016", "train_split": "train-part1"}, "['train-part2']"),
     ],
