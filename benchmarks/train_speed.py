@@ -1,14 +1,20 @@
-"""Training and scoring speed of the zoo on real TrecQA TRAIN-ALL pairs, with and without length bucketing.
+"""Training and scoring speed of the zoo on a real benchmark's pairs, with and without length bucketing.
 
-For each zoo entry (its preset as `keras-match train` builds it: the TRAIN-ALL words followed by the default
-vectors' words, those frozen vectors, the preset's batch size and loss mode), in a process of its own so that
-its peak memory is its own:
+For each zoo entry (its preset as `keras-match train` builds it: the training split's words (TrecQA: TRAIN-ALL)
+followed by the default vectors' words, those frozen vectors, the preset's batch size and loss mode), on
+`--dataset` (default trecqa-clean), in a process of its own so that its peak memory is its own:
 
 - training pairs per second with length-bucketed batches and with plain shuffled batches, measured in
   alternating rounds of `--steps` training steps each (the same model, optimizer and process; a machine whose
   load drifts during the run affects both alike), after `--warmup` steps of each kind (tracing);
-- scoring pairs per second (`keras_match.pipeline.predict`, length-sorted batches of 256) over TrecQA clean
+- training questions per second: the pairs per second times the questions an epoch trains on over the pairs
+  it scores (one epoch's plan, `keras_match.batching.plan`: listwise and pairwise plans leave out the questions
+  without a positive), so the rate at which an epoch's questions go by;
+- scoring pairs per second (`keras_match.pipeline.predict`, length-sorted batches of 256) over the dataset's
   dev + test;
+- with `--saved-model`: the model (its initial weights) exported as `keras-match export` does, loaded back, and
+  the test pairs sent as raw text through its `serving_default` signature in batches of `--serve-batch`: pairs
+  per second (tokenization in the graph included) after one warm-up batch;
 - the padded share of the id tensors (padding / all positions) of each kind of batch;
 - peak resident memory (ru_maxrss).
 
@@ -17,6 +23,8 @@ Prints one JSON object: `{"machine": ..., "entries": {name: {...}}}`.
     python benchmarks/train_speed.py                      # every zoo entry
     python benchmarks/train_speed.py mcan_fm ctrn --rounds 5 --steps 30
     python benchmarks/train_speed.py mcan_fm --loss pointwise pairwise_hinge listwise_softmax
+    python benchmarks/train_speed.py compare_aggregate_{nn,ntn,euccos,sub,mult,submult_nn} --dataset wikiqa \
+        --saved-model
 
 Pairs per second count the (question, answer) pairs a step scores: one per pointwise example, two per pairwise
 row, the real items of a listwise list (not its padding).
@@ -33,7 +41,8 @@ import sys
 import time
 
 
-def measure(name, data_dir, rounds, steps, warmup, seed, loss=None):
+def measure(name, data_dir, rounds, steps, warmup, seed, loss=None, dataset_name="trecqa-clean",
+            saved_model=False, serve_batch=256):
     import keras
     import numpy as np
 
@@ -42,16 +51,15 @@ def measure(name, data_dir, rounds, steps, warmup, seed, loss=None):
     from keras_match.vectors import load_vectors
 
     keras.utils.set_random_seed(seed)
-    dataset = load_by_name("trecqa-clean", data_dir=data_dir)
+    dataset = load_by_name(dataset_name, data_dir=data_dir)
     task = tasks.task_for(dataset)
     preset, mode = training._resolve_preset(name, task, None, None, {"loss": loss} if loss else {})
     settings = preset["training"]
     examples = task.examples(dataset["train"])
     vectors = load_vectors(training.default_embeddings_path(data_dir))
     preprocessor = training.build_preprocessor(examples, preset, vectors)
-    embeddings, _ = text.load_embeddings(vectors, preprocessor.encoder, seed=seed)
-    model = zoo.build(preset, vocab_size=preprocessor.vocab_size, embeddings=embeddings,
-                      num_features=preprocessor.num_features)
+    embeddings, _ = training.pretrained_embeddings(preset, preprocessor, vectors, seed)
+    model = training.build_model(preset, preprocessor, embeddings)
     fit_model = training._compile_for_mode(model, preset, mode)
     inputs = pipeline.encode(preprocessor, examples.texts)
 
@@ -96,10 +104,13 @@ def measure(name, data_dir, rounds, steps, warmup, seed, loss=None):
     score_seconds = time.perf_counter() - start
 
     speed = {kind: pairs[kind] / seconds[kind] for kind in streams}
-    return {
+    questions_per_pair = _questions_per_pair(examples, mode, settings, seed)
+    result = {
+        "dataset": dataset_name,
         "loss_mode": mode,
         "batch_size": settings["batch_size"],
         "train_pairs_per_s": {kind: round(value, 1) for kind, value in speed.items()},
+        "train_questions_per_s": {kind: round(value * questions_per_pair, 2) for kind, value in speed.items()},
         "bucketed_speedup": round(speed["bucketed"] / speed["plain"], 2),
         "padding_share": {kind: round(1 - real / total, 3) for kind, (real, total) in positions.items()},
         "timed_steps": rounds * steps,
@@ -108,7 +119,57 @@ def measure(name, data_dir, rounds, steps, warmup, seed, loss=None):
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "vocab_size": preprocessor.vocab_size,
         "train_pairs": len(examples),
+        "train_questions": len(dataset["train"]),
     }
+    if saved_model:
+        result["saved_model"] = serving_speed(training.Run(model=model, preprocessor=preprocessor,
+                                                           config={"zoo": name}),
+                                              dataset["test"].pairs(), serve_batch)
+    return result
+
+
+def _questions_per_pair(examples, mode, settings, seed):
+    """Questions over scored pairs in one epoch's plan of `mode`."""
+    import numpy as np
+
+    from keras_match import batching
+
+    batches = batching.plan(mode, examples.groups, examples.labels, settings["batch_size"],
+                            np.random.default_rng(seed), list_size=settings.get("list_size"))
+    indices = np.concatenate([b.reshape(-1) for b in batches])
+    real = indices[indices != batching.PAD_INDEX]
+    return len(np.unique(np.asarray(examples.groups)[real])) / len(real)
+
+
+def serving_speed(run, pairs, batch_size):
+    """Pairs per second through the exported SavedModel's `serving_default` (raw text in, score out)."""
+    import shutil
+    import tempfile
+
+    import numpy as np
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (the graph's tokenizer ops)
+
+    from keras_match import export
+
+    folder = tempfile.mkdtemp(prefix="train_speed_export_")
+    try:
+        version_dir = export.saved_model(run, folder)
+        serve = tf.saved_model.load(str(version_dir)).signatures["serving_default"]
+        batches = [(tf.constant(pairs.questions[i:i + batch_size].tolist()),
+                    tf.constant(pairs.answers[i:i + batch_size].tolist()))
+                   for i in range(0, len(pairs), batch_size)]
+        serve(question=batches[0][0], answer=batches[0][1])  # warm-up
+        start = time.perf_counter()
+        outputs = [serve(question=q, answer=a) for q, a in batches]
+        seconds = time.perf_counter() - start
+        scores = np.concatenate([o["score"].numpy() for o in outputs])
+        if scores.shape[0] != len(pairs) or not np.isfinite(scores).all():
+            raise ValueError(f"the SavedModel returned {scores.shape[0]} scores for {len(pairs)} pairs, or scores "
+                             "that are not finite")
+        return {"pairs_per_s": round(len(pairs) / seconds, 1), "pairs": len(pairs), "batch_size": batch_size}
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def main(argv=None):
@@ -121,12 +182,17 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=1234)
     parser.add_argument("--loss", nargs="+", default=[None], metavar="LOSS",
                         help="losses to measure (pointwise, pairwise_hinge, listwise_softmax; default: the preset's)")
+    parser.add_argument("--dataset", default="trecqa-clean", help="a ranking benchmark (default trecqa-clean)")
+    parser.add_argument("--saved-model", action="store_true",
+                        help="also export each model and time its serving_default signature on the test pairs")
+    parser.add_argument("--serve-batch", type=int, default=256, help="pairs per serving call (default 256)")
     parser.add_argument("--entry", default=None, help=argparse.SUPPRESS)  # the per-entry child process
     args = parser.parse_args(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
     if args.entry:
-        result = measure(args.entry, args.data_dir, args.rounds, args.steps, args.warmup, args.seed, args.loss[0])
+        result = measure(args.entry, args.data_dir, args.rounds, args.steps, args.warmup, args.seed, args.loss[0],
+                         dataset_name=args.dataset, saved_model=args.saved_model, serve_batch=args.serve_batch)
         print(json.dumps(result))
         return
 
@@ -139,7 +205,8 @@ def main(argv=None):
             key = name if loss is None else f"{name} {loss}"
             print(f"measuring {key} ...", file=sys.stderr, flush=True)
             command = [sys.executable, __file__, "--entry", name, "--rounds", str(args.rounds), "--steps",
-                       str(args.steps), "--warmup", str(args.warmup), "--seed", str(args.seed)]
+                       str(args.steps), "--warmup", str(args.warmup), "--seed", str(args.seed), "--dataset",
+                       args.dataset, "--serve-batch", str(args.serve_batch)] + (["--saved-model"] if args.saved_model else [])
             if loss:
                 command += ["--loss", loss]
             if args.data_dir:
