@@ -219,6 +219,18 @@ def _compile_for_mode(model, preset, mode):
     return fit_model
 
 
+def schedule_callbacks(preset):
+    """The Keras callbacks of the preset's learning-rate schedule: with `lr_decay` d, epoch e (counted from 0 over
+    the whole run: a resumed fit counts from its checkpoint's epoch, see `DevEvaluationCallback`) trains at
+    `learning_rate * d**e` (`keras.callbacks.LearningRateScheduler`); none without it."""
+    settings = preset["training"]
+    decay = settings.get("lr_decay")
+    if decay is None:
+        return []
+    rate = float(settings["learning_rate"])
+    return [keras.callbacks.LearningRateScheduler(lambda epoch, _: rate * decay ** epoch)]
+
+
 def _evaluator(task, model, inputs, examples):
     head = heads.head_of(model)
     return lambda: task.evaluate(head, pipeline.predict(model, inputs), examples)
@@ -362,7 +374,8 @@ def train(
                 board = keras.callbacks.TensorBoard(str(files.logs), write_graph=False, profile_batch=0)
                 distribution.prepare_fit(fit_model, batches.dataset, strategy)
                 fit_model.fit(distribution.shard_by_data(batches.dataset, strategy), steps_per_epoch=batches.steps_per_epoch, epochs=settings["epochs"],
-                              callbacks=[dev, board], verbose=verbose, shuffle=False)
+                              callbacks=[dev, *schedule_callbacks(preset), board],
+                              verbose=verbose, shuffle=False)
         except KeyboardInterrupt:
             print(
                 f"\ninterrupted: the last completed epoch is saved in {files.checkpoints}; run the same command "

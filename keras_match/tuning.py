@@ -257,7 +257,8 @@ class MatchHyperModel(kt.HyperModel):
                                            self.seed, epochs, list_size=settings.get("list_size"),
                                            first_epoch=initial_epoch, bucketing=bool(settings.get("bucketing", True)))
         return model.fit(batches.dataset, steps_per_epoch=batches.steps_per_epoch, epochs=epochs,
-                         initial_epoch=initial_epoch, callbacks=[dev, _TrialClock(), *(callbacks or [])],
+                         initial_epoch=initial_epoch,
+                         callbacks=[dev, *training.schedule_callbacks(preset), _TrialClock(), *(callbacks or [])],
                          verbose=self.verbose, shuffle=False)
 
 

@@ -39,13 +39,14 @@ PAIR_FEATURES = {"overlap_features": 4, "bm25_feature": 1}
 `features` input: the four word-overlap features of Severyn & Moschitti, the answer's BM25 score."""
 
 TRAINING_DEFAULTS = {"loss": "pointwise", "list_size": None, "bucketing": True, "max_vocabulary": None,
-                     "missing_vectors": "random"}
+                     "missing_vectors": "random", "lr_decay": None}
 """Training settings every preset has (a preset file may set them): the loss, whose mode chooses the batching
 (`keras_match.losses`: `pointwise`, `pairwise_hinge`, `listwise_softmax`), the listwise sample size (None:
 every candidate of a question), length bucketing of the training batches (`keras_match.batching`), and how many
 words of the pretrained vector file join the training words in the vocabulary of a model with frozen
 embeddings (None: all of them; 0: training words only; N: the file's N most frequent), and the initial vector of a
-vocabulary word the vector file lacks (`"random"` or `"zero"`, `keras_match.text.load_embeddings`)."""
+vocabulary word the vector file lacks (`"random"` or `"zero"`, `keras_match.text.load_embeddings`), and the factor
+the learning rate is multiplied by after every epoch (None: constant; `keras_match.training.schedule_callbacks`)."""
 
 
 def _preset_files():
@@ -129,6 +130,7 @@ _RULES = {
     "list_size": (lambda v: v is None or (_is_int(v) and v >= 2), "null or an integer >= 2"),
     "max_vocabulary": (lambda v: v is None or (_is_int(v) and v >= 0), "null or an integer >= 0"),
     "missing_vectors": (lambda v: v in ("random", "zero"), '"random" or "zero"'),
+    "lr_decay": (lambda v: v is None or (_is_number(v) and 0 < v <= 1), "null or a number in (0, 1]"),
     "projection_dim": (lambda v: v is None or (_is_int(v) and v >= 1), "null or an integer >= 1"),
     "attention_units": (lambda v: v is None or (_is_int(v) and v >= 1), "null or an integer >= 1"),
     **{key: _POSITIVE_INT for key in ("epochs", "batch_size", "max_question_length", "max_answer_length",

@@ -80,6 +80,30 @@ def test_interrupted_run_resumes_from_its_last_epoch(data_dir, tmp_path, monkeyp
     assert [h["epoch"] for h in report["history"]] == [1, 2, 3]
 
 
+def test_lr_decay_multiplies_the_learning_rate_every_epoch_and_a_resumed_run_continues_it(data_dir, tmp_path,
+                                                                                          monkeypatch):
+    run_dir = tmp_path / "run"
+    rates = []
+    original = callbacks.DevEvaluationCallback.on_epoch_end
+
+    def record(self, epoch, logs=None):
+        rates.append((epoch, float(keras.ops.convert_to_numpy(self.model.optimizer.learning_rate))))
+        original(self, epoch, logs)
+
+    def crash(self, epoch, logs=None):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(callbacks.DevEvaluationCallback, "on_epoch_end", record)
+    argv = _train_args(data_dir, run_dir, "--epochs", "3", "--set", "patience=5", "--set", "lr_decay=0.5")
+    with monkeypatch.context() as patch:
+        patch.setattr(keras.callbacks.TensorBoard, "on_epoch_end", crash)
+        assert cli.main(argv) == 130
+    assert cli.main(argv) == 0  # resumes at epoch 2
+    rate = zoo.describe("mcan_fm")["training"]["learning_rate"]
+    assert [epoch for epoch, _ in rates] == [0, 1, 2]
+    np.testing.assert_allclose([r for _, r in rates], [rate, rate / 2, rate / 4], rtol=1e-6)
+
+
 def test_unknown_dataset_is_a_clear_error(capsys):
     assert cli.main(["train", "mcan_fm", "--dataset", "no-such-data"]) == 2
     assert "unknown dataset 'no-such-data'" in capsys.readouterr().err
