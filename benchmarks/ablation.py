@@ -5,6 +5,7 @@ The rows come from a JSON file (`benchmarks/ablations/*.json`):
     {"model": "mcan_fm", "dataset": "trecqa-clean", "epochs": 5, "seeds": [1234, 1, 2],
      "rows": [{"label": "baseline", "set": {}}, {"label": "+ weighted casts", "set": {"pooled_casts": "weighted"}}]}
 
+A row may name its own `model`, `dataset` or `train_split` (a comparison of zoo entries: one row per entry).
 Each (row, seed) trains once with `reproduce.py --set KEY=VALUE ... --label LABEL` and writes
 `OUT/<row number>-<seed>.json` when it finishes; a result already written is not run again, and an interrupted
 run resumes from its last finished epoch (reproduce.py's run folders under `OUT/runs`). Rows run seed by seed
@@ -40,20 +41,29 @@ def load_plan(path):
             plan = json.load(f)
         except ValueError as e:
             raise SystemExit(f"{path}: not JSON ({e})") from None
-    for key in ("model", "dataset", "seeds", "rows"):
+    for key in ("seeds", "rows"):
         if key not in plan:
             raise SystemExit(f"{path}: missing {key!r}")
     for i, row in enumerate(plan["rows"]):
         if not isinstance(row, dict) or "label" not in row or not isinstance(row.get("set", {}), dict):
             raise SystemExit(f"{path}: rows[{i}] needs a 'label' and a 'set' object")
+        for key in ("model", "dataset"):
+            if key not in row and key not in plan:
+                raise SystemExit(f"{path}: missing {key!r} (for the plan or in rows[{i}])")
     return plan
 
 
+def row_setting(plan, row, key):
+    """The row's own `model` / `dataset` / `train_split`, else the plan's."""
+    return row.get(key, plan.get(key))
+
+
 def command(plan, row, seed, out):
-    args = [sys.executable, str(HERE / "reproduce.py"), plan["model"], "--dataset", plan["dataset"],
-            "--seeds", str(seed), "--out", str(out / "runs"), "--label", row["label"]]
-    if plan.get("train_split"):
-        args += ["--train-split", plan["train_split"]]
+    args = [sys.executable, str(HERE / "reproduce.py"), row_setting(plan, row, "model"), "--dataset",
+            row_setting(plan, row, "dataset"), "--seeds", str(seed), "--out", str(out / "runs"), "--label",
+            row["label"]]
+    if row_setting(plan, row, "train_split"):
+        args += ["--train-split", row_setting(plan, row, "train_split")]
     settings = dict(row.get("set", {}))
     epochs = settings.pop("epochs", plan.get("epochs"))
     if epochs is not None:
@@ -95,7 +105,7 @@ def run(plan, out, seeds=None, rows=None):
                       file=sys.stderr, flush=True)
                 continue
             os.replace(partial, target)
-            figures = json.loads(target.read_text())[plan["model"]]["runs"][0]
+            figures = json.loads(target.read_text())[row_setting(plan, row, "model")]["runs"][0]
             print(f"[{done}/{total}] {row['label']} (seed {seed}): dev {_short(figures['dev'])}, test "
                   f"{_short(figures.get('test') or {})}, {time.time() - start:.0f} s", file=sys.stderr, flush=True)
 

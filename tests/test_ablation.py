@@ -21,9 +21,10 @@ def test_every_shipped_plan_names_known_settings():
     module = _ablation()
     for path in (REPO / "benchmarks" / "ablations").glob("*.json"):
         plan = module.load_plan(path)
-        known = set(zoo.describe(plan["model"])["model"]) | set(zoo.describe(plan["model"])["training"])
         for row in plan["rows"]:
-            assert set(row["set"]) <= known, (path, row)
+            preset = zoo.describe(module.row_setting(plan, row, "model"))
+            assert set(row["set"]) <= set(preset["model"]) | set(preset["training"]), (path, row)
+            zoo.resolve(preset["name"], **row["set"])  # the values follow the settings' rules
 
 
 def test_commands_carry_the_row_settings_and_its_own_epochs():
@@ -69,7 +70,34 @@ def test_results_are_written_once_failures_leave_nothing_and_a_rerun_continues(t
     assert "| base | 1, 2 |" in text and "| weighted | 1, 2 |" in text
 
 
-@pytest.mark.parametrize("plan, message", [({"model": "m"}, "missing 'dataset'"),
+def test_a_row_may_name_its_own_model_and_dataset(tmp_path, monkeypatch):
+    module = _ablation()
+    plan = {"seeds": [3], "dataset": "wikiqa", "rows": [
+        {"label": "mult", "model": "compare_aggregate_mult", "set": {}},
+        {"label": "nn on trecqa", "model": "compare_aggregate_nn", "dataset": "trecqa-clean",
+         "train_split": "train", "set": {}}]}
+    first = module.command(plan, plan["rows"][0], 3, pathlib.Path("out"))
+    assert first[2:5] == ["compare_aggregate_mult", "--dataset", "wikiqa"] and "--train-split" not in first
+    second = module.command(plan, plan["rows"][1], 3, pathlib.Path("out"))
+    assert second[2:5] == ["compare_aggregate_nn", "--dataset", "trecqa-clean"]
+    assert second[second.index("--train-split") + 1] == "train"
+
+    def fake_call(args, stdout, stderr):
+        name, seed = args[2], int(args[args.index("--seeds") + 1])
+        stdout.write(json.dumps({name: _fake_result(args[args.index("--label") + 1], seed, 0.7)["mcan_fm"]}))
+        return 0
+
+    monkeypatch.setattr(module.subprocess, "call", fake_call)
+    module.run(plan, tmp_path)
+    assert sorted(p.name for p in tmp_path.glob("*.json")) == ["00-s3.json", "01-s3.json"]
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps({"seeds": [1], "rows": [{"label": "x", "model": "mcan_fm", "set": {}}]}))
+    with pytest.raises(SystemExit, match=r"missing 'dataset' \(for the plan or in rows\[0\]\)"):
+        module.load_plan(path)
+
+
+@pytest.mark.parametrize("plan, message", [({"model": "m", "seeds": [1], "rows": [{"label": "a", "set": {}}]}, "missing 'dataset'"),
+                                           ({"model": "m"}, "missing 'seeds'"),
                                            ({**PLAN, "rows": [{"set": {}}]}, r"rows\[0\] needs a 'label'")])
 def test_bad_plans_are_named(tmp_path, plan, message):
     path = tmp_path / "plan.json"
