@@ -173,20 +173,27 @@ def test_the_score_head_is_eq_10(num_features):
 
 
 def test_listwise_training_moves_the_scores_of_a_question_s_candidates():
-    """The softmax of eq. 10 over a question's K candidates: a `ListScorer` batch `[questions, K]`."""
+    """The softmax of eq. 10 over a question's K candidates: a `ListScorer` batch `[questions, K]`.
+
+    Frozen vectors of GloVe's scale (Keras' default embedding initialiser makes every score about 1e-4, and the
+    paper's learning rate then moves the loss by less than 1e-3 in a few steps, for some initial weights not at
+    all); seeded, so the weights do not depend on the tests run before."""
     from keras_match import losses
 
+    keras.utils.set_random_seed(9)
     rng = np.random.default_rng(9)
-    model = build_compare_aggregate(vocab_size=VOCAB, **{**SMALL, "embedding_dropout": 0.0})
+    vectors = rng.normal(size=(VOCAB, SMALL["embedding_dim"])).astype("float32")
+    model = build_compare_aggregate(vocab_size=VOCAB, embeddings=vectors, **{**SMALL, "embedding_dropout": 0.0})
     scorer = heads.ListScorer(model)
     scorer.compile(optimizer=keras.optimizers.Adamax(0.002), loss=losses.ListwiseSoftmax())
     x = {"question": _ids(rng, 6, 4).reshape(2, 3, 4), "answer": _ids(rng, 6, 6).reshape(2, 3, 6)}
     y = np.array([[1, 0, 0], [0, 1, -1]], "float32")
     assert tuple(scorer(x).shape) == (2, 3)
     first = scorer.train_on_batch(x, y)
-    for _ in range(10):
+    for _ in range(20):
         last = scorer.train_on_batch(x, y)
-    assert np.isfinite(first) and last < first
+    # over initial seeds 0-11 the loss fell by 0.06 to 0.19 in these 20 steps
+    assert np.isfinite(first) and last < first - 0.03
 
 
 # ------------------------------------------------------------------------------------------------ saving
