@@ -668,8 +668,8 @@ def load_embeddings(path, encoder_or_vocabulary, dim: int | None = None, seed: i
     the source has no such word, a random normal vector with standard deviation 0.1 drawn from
     ``numpy.random.default_rng(seed)`` (the random matrix is drawn for all rows at once, so a word's random
     vector depends only on ``seed``, the vocabulary size and its id), or zeros with ``missing="zero"`` (as
-    Wang & Jiang 2017 do: the word then looks like the out-of-vocabulary word to a frozen embedding). Words are matched exactly: a lower-cased
-    vocabulary matches GloVe 6B; upper-case words never do.
+    Wang & Jiang 2017 do: to a frozen embedding the word then looks like the out-of-vocabulary word). Words are
+    matched exactly: a lower-cased vocabulary matches GloVe 6B; upper-case words never do.
 
     Args:
         path: the vector source (see above) or a :class:`keras_match.vectors.WordVectors`.
@@ -719,10 +719,10 @@ def load_embeddings(path, encoder_or_vocabulary, dim: int | None = None, seed: i
     rows = np.array([index.get(word, -1) for word in words], dtype=np.int64)
     found = rows >= 0
     vocab_size = len(words) + _NUM_RESERVED
-    rng = np.random.default_rng(seed)
-    matrix = (0.1 * rng.standard_normal((vocab_size, source.dim))).astype(np.float32)
     if missing == "zero":
-        matrix[:] = 0.0
+        matrix = np.zeros((vocab_size, source.dim), np.float32)
+    else:
+        matrix = (0.1 * np.random.default_rng(seed).standard_normal((vocab_size, source.dim))).astype(np.float32)
     matrix[:_NUM_RESERVED] = 0.0
     matrix[_NUM_RESERVED:][found] = source.matrix[rows[found]]
     token_coverage = None
