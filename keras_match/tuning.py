@@ -158,15 +158,14 @@ def declare(hp, space) -> dict:
     return values
 
 
-class _TrialClock(keras.callbacks.Callback):
-    """Adds `trial_seconds` (since the trial's fit began) to every epoch's logs, so Keras Tuner records it."""
-
-    def on_train_begin(self, logs=None):
-        self.start = time.time()
-
-    def on_epoch_end(self, epoch, logs=None):
-        if logs is not None:
-            logs["trial_seconds"] = time.time() - self.start
+def _with_trial_totals(history, seconds):
+    """`history` with the fit's totals added as per-epoch series of one value: `epochs_run` (epochs this fit ran,
+    early stopping included) and `trial_seconds` (its wall time). Keras Tuner keeps every metric's value at the
+    trial's best epoch; a series that is the same at every epoch reaches the oracle as the total."""
+    count = len(history.epoch)
+    history.history["epochs_run"] = [float(count)] * count
+    history.history["trial_seconds"] = [float(seconds)] * count
+    return history
 
 
 class MatchHyperModel(kt.HyperModel):
@@ -244,7 +243,8 @@ class MatchHyperModel(kt.HyperModel):
         not used: the data is the hypermodel's.
 
         Returns:
-            The Keras `History`, whose `val_<figure>` the tuner reads as the objective.
+            The Keras `History`, whose `val_<figure>` the tuner reads as the objective, with the fit's
+            `epochs_run` and `trial_seconds` (see `_with_trial_totals`).
         """
         preset, mode = self._preset_and_mode(hp)
         settings = preset["training"]
@@ -256,10 +256,12 @@ class MatchHyperModel(kt.HyperModel):
         batches = pipeline.training_epochs(self.train_inputs, self.train_examples, mode, settings["batch_size"],
                                            self.seed, epochs, list_size=settings.get("list_size"),
                                            first_epoch=initial_epoch, bucketing=bool(settings.get("bucketing", True)))
-        return model.fit(batches.dataset, steps_per_epoch=batches.steps_per_epoch, epochs=epochs,
-                         initial_epoch=initial_epoch,
-                         callbacks=[dev, *training.schedule_callbacks(preset), _TrialClock(), *(callbacks or [])],
-                         verbose=self.verbose, shuffle=False)
+        start = time.time()
+        history = model.fit(batches.dataset, steps_per_epoch=batches.steps_per_epoch, epochs=epochs,
+                            initial_epoch=initial_epoch,
+                            callbacks=[dev, *training.schedule_callbacks(preset), *(callbacks or [])],
+                            verbose=self.verbose, shuffle=False)
+        return _with_trial_totals(history, time.time() - start)
 
 
 def make_tuner(hypermodel, kind, directory, *, max_trials=None, project="search", seed=1234, max_epochs=None):
@@ -400,8 +402,8 @@ def _row(oracle, trial, space):
     objective = oracle.objective.name
     metrics = trial.metrics
     dev = metrics.get_best_value(objective) if metrics.exists(objective) else None
-    epochs = len(metrics.get_history(objective)) if metrics.exists(objective) else 0
-    seconds = metrics.get_history("trial_seconds")[-1].value[0] if metrics.exists("trial_seconds") else None
+    epochs = int(metrics.get_last_value("epochs_run")) if metrics.exists("epochs_run") else 0
+    seconds = metrics.get_last_value("trial_seconds") if metrics.exists("trial_seconds") else None
     specs = space["hyperparameters"]
     values = {k: (json.loads(v) if specs[k]["type"] == "choice" and _json_choice(specs[k]["values"]) else v)
               for k, v in trial.hyperparameters.values.items() if k in specs}

@@ -3,6 +3,7 @@ interrupted search, failed trials, the results files and `keras-match train --co
 
 import csv
 import json
+import time
 
 import keras_tuner as kt
 import pytest
@@ -161,3 +162,29 @@ def test_a_search_on_a_dev_split_without_relevant_answers_is_refused_at_once(tmp
     (folder / "dev.jsonl").write_text("".join(json.dumps(dict(r, label=0)) + "\n" for r in rows))
     with pytest.raises(ValueError, match="dev.jsonl: the dev split of 'data' has no question with a relevant answer"):
         tuning.MatchHyperModel("qrnn_wikiqa", str(folder), space=TINY, embeddings_path=None)
+
+
+def test_a_trial_reports_the_epochs_it_ran_and_its_whole_time_not_those_of_its_best_epoch(data_dir, tmp_path,
+                                                                                          monkeypatch):
+    """Keras Tuner keeps each metric at the trial's best epoch: here the first of three."""
+    hypermodel = tuning.MatchHyperModel("qrnn_wikiqa", "trecqa-clean", space=TINY, data_dir=data_dir,
+                                        max_train_questions=12, verbose=0, dense_units=4, epochs=3, patience=5)
+    dev_maps = iter([0.9, 0.5, 0.4])
+    monkeypatch.setattr(tuning.training, "_evaluator",
+                        lambda *args: lambda: {"map": next(dev_maps), "mrr": 0.5, "p@1": 0.5})
+    walls = []
+    original = tuning.MatchHyperModel.fit
+
+    def timed(self, *args, **kwargs):
+        start = time.time()
+        history = original(self, *args, **kwargs)
+        walls.append(time.time() - start)
+        return history
+
+    monkeypatch.setattr(tuning.MatchHyperModel, "fit", timed)
+    tuner = tuning.make_tuner(hypermodel, "random", tmp_path / "search", max_trials=1)
+    tuner.search(verbose=0)
+    (row,) = tuning.trial_rows(tuner)
+    assert row["dev"] == pytest.approx(0.9)
+    assert row["epochs"] == 3
+    assert row["seconds"] == pytest.approx(walls[0], abs=0.2)
