@@ -23,7 +23,8 @@ def test_every_shipped_plan_names_known_settings():
         plan = module.load_plan(path)
         for row in plan["rows"]:
             preset = zoo.describe(module.row_setting(plan, row, "model"))
-            assert set(row["set"]) <= set(preset["model"]) | set(preset["training"]), (path, row)
+            known = set(preset["model"]) | set(preset["training"]) | set(zoo.PAIR_FEATURES)
+            assert set(row["set"]) <= known, (path, row)
             zoo.resolve(preset["name"], **row["set"])  # the values follow the settings' rules
 
 
