@@ -221,7 +221,9 @@ def _cmd_tune(args):
         best = result["best"]
         print(f"best: trial {best['trial']}, dev {best['objective'][4:].upper()} {best['dev']:.4f}: "
               + ", ".join(f"{k}={json.dumps(v)}" for k, v in best["settings"].items()))
-        print(f"retrain it: keras-match train {args.name} --dataset {args.dataset} --config {result['files']['best']}")
+        split = f" --train-split {args.train_split}" if args.train_split else ""
+        print(f"retrain it: keras-match train {args.name} --dataset {args.dataset}{split} --config "
+              f"{result['files']['best']}")
 
 
 def _cmd_zoo(args):

@@ -197,6 +197,7 @@ class MatchHyperModel(kt.HyperModel):
         if tuned:
             raise ValueError(f"{tuned} are searched by {self.space.get('file', 'the space')}; do not fix them")
         self.overrides = dict(overrides)
+        self.train_split = train_split
         dataset, self.task = training.load_training_data(data, data_dir=data_dir, train_split=train_split)
         base, _ = training._resolve_preset(name, self.task, None, None, dict(self.overrides))
         if embeddings_path == "default":
@@ -436,7 +437,8 @@ def write_results(tuner, hypermodel, directory) -> dict:
     best = None
     if done:
         top = max(done, key=lambda r: r["dev"])
-        best = {"zoo": hypermodel.zoo_name, "dataset": hypermodel.dataset_name, "trial": top["trial"],
+        best = {"zoo": hypermodel.zoo_name, "dataset": hypermodel.dataset_name,
+                "train_split": hypermodel.train_split, "trial": top["trial"],
                 "objective": top["objective"], "dev": top["dev"], "space": hypermodel.space.get("file"),
                 "settings": {**hypermodel.overrides, **top["hyperparameters"]}}
     keys = list(hypermodel.space["hyperparameters"])

@@ -127,14 +127,17 @@ def test_a_failing_trial_is_recorded_and_the_search_goes_on(hypermodel, tmp_path
 def test_tune_command_then_train_with_the_best_configuration(data_dir, tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(tuning, "space_for", lambda name: TINY)
     search = tmp_path / "search"
-    args = ["tune", "qrnn_wikiqa", "--dataset", "trecqa-clean", "--data-dir", str(data_dir), "--tuner", "random",
-            "--max-trials", "2", "--dir", str(search), "--epochs", "1", "--max-train-questions", "12",
-            "--set", "dense_units=4"]
+    args = ["tune", "qrnn_wikiqa", "--dataset", "trecqa-clean", "--train-split", "train", "--data-dir",
+            str(data_dir), "--tuner", "random", "--max-trials", "2", "--dir", str(search), "--epochs", "1",
+            "--max-train-questions", "12", "--set", "dense_units=4"]
     assert cli.main(args) == 0
     out = capsys.readouterr().out
     assert out.count("\ntrial ") + out.startswith("trial ") == 2
-    assert "best: trial" in out and f"--config {search / 'best.json'}" in out
+    # the retraining command trains on the split the search trained on
+    assert (f"retrain it: keras-match train qrnn_wikiqa --dataset trecqa-clean --train-split train --config "
+            f"{search / 'best.json'}") in out
     best = json.loads((search / "best.json").read_text())
+    assert best["dataset"] == "trecqa-clean" and best["train_split"] == "train"
     run_dir = tmp_path / "run"
     assert best["settings"]["epochs"] == 1  # the search's fixed --epochs travels with the configuration
     assert cli.main(["train", "qrnn_wikiqa", "--dataset", "trecqa-clean", "--data-dir", str(data_dir),
