@@ -118,8 +118,8 @@ def table(out, splits=("dev", "test")):
     sys.path.insert(0, str(HERE))
     import summarize
 
-    paths = sorted(str(p) for p in out.glob("*-s*.json"))
-    return summarize.table(paths, splits=splits)[0]
+    paths = sorted(str(p) for p in out.glob("*-s*.json"))  # NN-sSEED.json: row by row, in the plan's order
+    return summarize.table(paths, splits=splits, sort=False)[0]
 
 
 def main(argv=None):

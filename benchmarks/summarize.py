@@ -54,8 +54,9 @@ def _cell(values, digits=3):
     return f"{mean:.{digits}f} ± {statistics.stdev(values):.{digits}f}"
 
 
-def table(paths, figures=None, splits=("test",)):
-    """The markdown table (str) and the skipped files."""
+def table(paths, figures=None, splits=("test",), sort=True):
+    """The markdown table (str) and the skipped files: one row per (model, dataset, training split, loss,
+    variant), sorted by those, or, with `sort=False`, in the order of their first file in `paths`."""
     grouped, skipped = _rows(paths)
     if not grouped:
         return "", skipped
@@ -69,7 +70,7 @@ def table(paths, figures=None, splits=("test",)):
                for figure in figures]
     header += ["epochs", "train pairs/s", "wall s"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for (name, dataset, train, loss, plain, variant), runs in sorted(grouped.items()):
+    for (name, dataset, train, loss, plain, variant), runs in (sorted(grouped.items()) if sort else grouped.items()):
         cells = [name, dataset, train, loss + (" (plain)" if plain else "")]
         cells += [variant] if with_variants else []
         cells += [", ".join(str(r["seed"]) for r in runs)]

@@ -69,6 +69,7 @@ def test_results_are_written_once_failures_leave_nothing_and_a_rerun_continues(t
     assert calls[4:] == [("weighted", 2)]
     text = module.table(tmp_path)
     assert "| base | 1, 2 |" in text and "| weighted | 1, 2 |" in text
+    assert text.index("| base |") < text.index("| weighted |")
 
 
 def test_a_row_may_name_its_own_model_and_dataset(tmp_path, monkeypatch):
@@ -91,6 +92,23 @@ def test_a_row_may_name_its_own_model_and_dataset(tmp_path, monkeypatch):
     monkeypatch.setattr(module.subprocess, "call", fake_call)
     module.run(plan, tmp_path)
     assert sorted(p.name for p in tmp_path.glob("*.json")) == ["00-s3.json", "01-s3.json"]
+
+
+def test_the_table_keeps_the_plan_s_row_order(tmp_path, monkeypatch):
+    module = _ablation()
+    plan = {**PLAN, "seeds": [1], "rows": [{"label": "z: the baseline", "set": {}},
+                                           {"label": "a: a change", "set": {"loss": "pairwise_hinge"}}]}
+
+    def fake_call(args, stdout, stderr):
+        result = _fake_result(args[args.index("--label") + 1], 1, 0.7)
+        result["mcan_fm"]["runs"][0]["loss_mode"] = "pairwise" if "--set" in args else "pointwise"
+        stdout.write(json.dumps(result))
+        return 0
+
+    monkeypatch.setattr(module.subprocess, "call", fake_call)
+    module.run(plan, tmp_path)
+    text = module.table(tmp_path)  # sorted by loss and label, the change would come first
+    assert text.index("| z: the baseline |") < text.index("| a: a change |")
     path = tmp_path / "plan.json"
     path.write_text(json.dumps({"seeds": [1], "rows": [{"label": "x", "model": "mcan_fm", "set": {}}]}))
     with pytest.raises(SystemExit, match=r"missing 'dataset' \(for the plan or in rows\[0\]\)"):
