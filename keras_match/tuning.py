@@ -43,7 +43,7 @@ try:
 except ImportError as error:  # pragma: no cover - the `tune` extra installs it
     raise ImportError("keras_match.tuning needs keras-tuner: pip install 'keras-match[tune]'") from error
 
-from keras_match import heads, pipeline, storage, text, training, zoo
+from keras_match import heads, pipeline, storage, training, zoo
 from keras_match import vectors as vectors_lib
 from keras_match.callbacks import DevEvaluationCallback
 
