@@ -6,6 +6,8 @@ The rows come from a JSON file (`benchmarks/ablations/*.json`):
      "rows": [{"label": "baseline", "set": {}}, {"label": "+ weighted casts", "set": {"pooled_casts": "weighted"}}]}
 
 A row may name its own `model`, `dataset` or `train_split` (a comparison of zoo entries: one row per entry).
+A `transfer` list of datasets (the plan's or a row's) also scores every run on their test splits, with BM25
+beside it (reproduce.py --transfer).
 Each (row, seed) trains once with `reproduce.py --set KEY=VALUE ... --label LABEL` and writes
 `OUT/<row number>-<seed>.json` when it finishes; a result already written is not run again, and an interrupted
 run resumes from its last finished epoch (reproduce.py's run folders under `OUT/runs`). Rows run seed by seed
@@ -54,7 +56,7 @@ def load_plan(path):
 
 
 def row_setting(plan, row, key):
-    """The row's own `model` / `dataset` / `train_split`, else the plan's."""
+    """The row's own `model` / `dataset` / `train_split` / `transfer`, else the plan's."""
     return row.get(key, plan.get(key))
 
 
@@ -64,6 +66,8 @@ def command(plan, row, seed, out):
             row["label"]]
     if row_setting(plan, row, "train_split"):
         args += ["--train-split", row_setting(plan, row, "train_split")]
+    if row_setting(plan, row, "transfer"):
+        args += ["--transfer", *row_setting(plan, row, "transfer")]
     settings = dict(row.get("set", {}))
     epochs = settings.pop("epochs", plan.get("epochs"))
     if epochs is not None:

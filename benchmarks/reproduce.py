@@ -14,6 +14,13 @@ split it is scored on. `--holdout-dev 0.2` instead chooses the model on the last
 (trained on the rest) and scores the benchmark's dev split as the test split:
 
     python benchmarks/reproduce.py ctrn_semeval --dataset semeval2016 --holdout-dev 0.2
+
+`--transfer wikiqa` also scores every run, as trained, on other benchmarks' test splits (no training there; each
+benchmark's own rule for questions without a correct answer) and records BM25's figures on them and on the
+dataset's own test split (benchmarks/transfer.py's reference), so that the JSON alone holds a transfer table:
+
+    python benchmarks/reproduce.py mcan_fm --dataset trecqa-clean --seeds 1 --transfer wikiqa
+    python benchmarks/summarize.py results.json --split test wikiqa
 """
 
 import argparse
@@ -26,6 +33,7 @@ import statistics
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # benchmarks/transfer.py, also when imported
 
 
 def main(argv=None):
@@ -40,6 +48,8 @@ def main(argv=None):
     parser.add_argument("--holdout-dev", type=float, default=None, metavar="FRACTION",
                         help="choose the model on the last FRACTION of the training questions and score the "
                         "dataset's dev split as test (for benchmarks without a test split)")
+    parser.add_argument("--transfer", nargs="+", default=[], metavar="DATASET",
+                        help="also score each run on these datasets' test splits (transfer, no training there)")
     parser.add_argument("--label", default=None,
                         help="a name for these settings in the results table (benchmarks/summarize.py)")
     args = parser.parse_args(argv)
@@ -56,6 +66,7 @@ def main(argv=None):
         dataset = holdout_dev(dataset, args.holdout_dev)
     tag = f"-holdout{args.holdout_dev:g}" if args.holdout_dev else ""
     figures = tasks.task_for(dataset).figures
+    transfer_sets = transfer_splits(args.transfer)
     results = {}
     for name in args.names:
         runs = []
@@ -81,6 +92,8 @@ def main(argv=None):
                     "test": {k: report["test"][k] for k in figures} if "test" in report else None,
                 }
             )
+            if transfer_sets:
+                runs[-1]["transfer"] = transfer_figures(run_dir, transfer_sets)
         speeds = [r["train_pairs_per_s"] for r in runs if r["train_pairs_per_s"]]
         summary = {"train_pairs_per_s": round(statistics.mean(speeds), 1) if speeds else None}
         for split in ("dev", "test"):
@@ -104,8 +117,47 @@ def main(argv=None):
             "summary": summary,
             "reported": zoo.describe(name).get("reported"),
         }
+        if transfer_sets:
+            results[name]["bm25"] = bm25_references(dataset, transfer_sets)
     json.dump(results, sys.stdout, indent=2)
     print()
+
+
+def transfer_splits(names):
+    """{name: (test split, the benchmark's no-positive rule)} of the transfer datasets."""
+    from keras_match import tasks
+    from keras_match.datasets.catalog import load_by_name
+
+    splits = {}
+    for name in names:
+        dataset = load_by_name(name)
+        if "test" not in dataset:
+            raise SystemExit(f"--transfer {name}: the dataset has no test split")
+        splits[name] = (dataset["test"], tasks.task_for(dataset).no_positive)
+    return splits
+
+
+def transfer_figures(run_dir, splits):
+    """The finished run's MAP / MRR / P@1 on each transfer split, as it was trained (nothing refitted)."""
+    from keras_match import training
+    from transfer import FIGURES
+
+    run = training.load_run(run_dir)
+    return {name: {k: v for k, v in run.evaluate(split, no_positive=rule).items() if k in FIGURES}
+            for name, (split, rule) in splits.items()}
+
+
+def bm25_references(dataset, splits):
+    """BM25's figures on the dataset's own test split and on every transfer split (benchmarks/transfer.py)."""
+    from keras_match import tasks
+    from transfer import bm25_figures
+
+    references = {}
+    if "test" in dataset and isinstance(tasks.task_for(dataset), tasks.RankingTask):
+        references["test"] = bm25_figures(dataset["test"], tasks.task_for(dataset).no_positive)
+    for name, (split, rule) in splits.items():
+        references[name] = bm25_figures(split, rule)
+    return references
 
 
 def _settings_tag(overrides, epochs=None):

@@ -5,6 +5,10 @@ show as "(plain)" beside the loss).
 
     python benchmarks/summarize.py runs/issue8/*.json > table.md
     python benchmarks/summarize.py runs/*.json --figures map mrr --split test dev
+    python benchmarks/summarize.py runs/*.json --split test wikiqa     # a transfer dataset (reproduce.py --transfer)
+
+A split that is not the run's own (`wikiqa` above) is read from the run's transfer figures, and a BM25 row gives
+the BM25 reference that reproduce.py --transfer recorded for the shown splits.
 
 Files that are empty or not reproduce.py output (an interrupted run) are listed on stderr and skipped.
 """
@@ -18,9 +22,15 @@ import statistics
 import sys
 
 
+def _split(run, split):
+    """A run's figures on `split`: its own dev / test, else a transfer dataset's (reproduce.py --transfer)."""
+    return run.get(split) or (run.get("transfer") or {}).get(split)
+
+
 def _rows(paths):
     grouped = collections.defaultdict(list)
     skipped = []
+    bm25 = {}
     for path in paths:
         try:
             with open(path, encoding="utf-8") as f:
@@ -29,13 +39,15 @@ def _rows(paths):
             skipped.append(path)
             continue
         for name, result in results.items():
+            for split, figures in (result.get("bm25") or {}).items():
+                bm25.setdefault((result["dataset"], split), figures)
             overrides = result.get("overrides") or {}
             for run in result["runs"]:
                 key = (name, result["dataset"], result.get("train_split") or "default",
                        run.get("loss_mode", "pointwise"),
                        "plain" if overrides.get("bucketing") is False else "", _variant(result))
                 grouped[key].append(run)
-    return grouped, skipped
+    return grouped, bm25, skipped
 
 
 def _variant(result):
@@ -57,26 +69,34 @@ def _cell(values, digits=3):
 def table(paths, figures=None, splits=("test",), sort=True):
     """The markdown table (str) and the skipped files: one row per (model, dataset, training split, loss,
     variant), sorted by those, or, with `sort=False`, in the order of their first file in `paths`."""
-    grouped, skipped = _rows(paths)
+    grouped, bm25, skipped = _rows(paths)
     if not grouped:
         return "", skipped
     if figures is None:
         sample = next(iter(grouped.values()))[0]
         figures = [k for k in ("map", "mrr", "p@1", "accuracy", "macro_f1") if k in (sample.get("test") or
                                                                                       sample["dev"])]
+    datasets = sorted({key[1] for key in grouped})
     with_variants = any(key[-1] for key in grouped)
     header = ["model", "dataset", "train", "loss"] + (["variant"] if with_variants else []) + ["seeds"]
     header += [f"{split} {figure.upper() if figure != 'accuracy' else figure}" for split in splits
                for figure in figures]
     header += ["epochs", "train pairs/s", "wall s"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for dataset in datasets:  # the BM25 reference, where reproduce.py --transfer recorded it for every split shown
+        references = [bm25.get((dataset, split)) for split in splits]
+        if all(references):
+            cells = ["BM25", dataset, "–", "–"] + (["–"] if with_variants else []) + ["–"]
+            cells += [_cell([reference[figure]] if figure in reference else []) for reference in references
+                      for figure in figures]
+            lines.append("| " + " | ".join(cells + ["–", "–", "–"]) + " |")
     for (name, dataset, train, loss, plain, variant), runs in (sorted(grouped.items()) if sort else grouped.items()):
         cells = [name, dataset, train, loss + (" (plain)" if plain else "")]
         cells += [variant] if with_variants else []
         cells += [", ".join(str(r["seed"]) for r in runs)]
         for split in splits:
             for figure in figures:
-                cells.append(_cell([r[split][figure] for r in runs if r.get(split) and figure in r[split]]))
+                cells.append(_cell([_split(r, split)[figure] for r in runs if figure in (_split(r, split) or {})]))
         cells.append(_cell([r["epochs_run"] for r in runs], 1))
         cells.append(_cell([r["train_pairs_per_s"] for r in runs if r.get("train_pairs_per_s")], 0))
         cells.append(_cell([r["wall_time_s"] for r in runs], 0))

@@ -36,6 +36,12 @@ def test_commands_carry_the_row_settings_and_its_own_epochs():
     assert weighted[weighted.index("--epochs") + 1] == "9"
     assert weighted[weighted.index("--set") + 1] == 'pooled_casts="weighted"'
     assert weighted[weighted.index("--seeds") + 1] == "2" and weighted[weighted.index("--label") + 1] == "weighted"
+    assert "--transfer" not in base
+    transfer = dict(PLAN, transfer=["wikiqa", "trecqa-raw"])
+    args = module.command(transfer, transfer["rows"][0], 1, pathlib.Path("out"))
+    assert args[args.index("--transfer") + 1:args.index("--transfer") + 3] == ["wikiqa", "trecqa-raw"]
+    own = module.command(transfer, dict(transfer["rows"][0], transfer=["semeval2016"]), 1, pathlib.Path("out"))
+    assert own[own.index("--transfer") + 1] == "semeval2016"
 
 
 def _fake_result(label, seed, value):

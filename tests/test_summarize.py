@@ -76,3 +76,24 @@ def test_run_folders_of_other_settings_never_coincide():
              tag({"loss": "pointwise"}, 5), tag({"projection_dim": 300}), tag({"embeddings_dropout": 0.0})}
     assert len(names) == 5
     assert "/" not in tag({"embeddings": "/data/glove.txt"})
+
+
+def test_a_transfer_dataset_is_a_split_and_bm25_is_its_reference_row(tmp_path):
+    paths = []
+    for seed, wikiqa in ((1, 0.60), (2, 0.64)):
+        result = _result(seed, 0.7)
+        result["ctrn"]["runs"][0]["transfer"] = {"wikiqa": {"map": wikiqa, "mrr": 0.7, "p@1": 0.5}}
+        result["ctrn"]["bm25"] = {"test": {"map": 0.69, "mrr": 0.78, "p@1": 0.6},
+                                  "wikiqa": {"map": 0.586, "mrr": 0.595, "p@1": 0.4}}
+        path = tmp_path / f"r{seed}.json"
+        path.write_text(json.dumps(result))
+        paths.append(str(path))
+    lines = _summarize().table(paths, figures=["map"], splits=("test", "wikiqa"))[0].splitlines()
+    assert lines[0].startswith("| model | dataset | train | loss | seeds | test MAP | wikiqa MAP |")
+    bm25 = next(line for line in lines if line.startswith("| BM25 |"))
+    assert "| 0.690 | 0.586 |" in bm25
+    model = next(line for line in lines if line.startswith("| ctrn |"))
+    assert "| 0.700 ± 0.000 | 0.620 ± 0.028 |" in model
+    # without a recorded reference for every split shown, no BM25 row
+    assert not any(line.startswith("| BM25 |") for line in
+                   _summarize().table(paths, figures=["map"], splits=("dev",))[0].splitlines())

@@ -33,6 +33,21 @@ def test_evaluate_reproduces_the_test_figures(trained_run, data_dir, capsys):
     assert printed["map"] == pytest.approx(report["test"]["map"], abs=1e-6)
 
 
+def test_reproduce_transfer_figures_score_a_run_as_evaluate_does(trained_run, data_dir, monkeypatch):
+    from conftest import benchmark_module
+
+    monkeypatch.setenv("KERAS_MATCH_DATA", str(data_dir))
+    module = benchmark_module("reproduce")
+    splits = module.transfer_splits(["trecqa-clean", "trecqa-raw-trec-eval"])
+    assert splits["trecqa-raw-trec-eval"][1] == "zero" and splits["trecqa-clean"][1] == "skip"
+    figures = module.transfer_figures(trained_run, splits)
+    report = json.loads((trained_run / "metrics.json").read_text())
+    assert set(figures["trecqa-clean"]) == {"map", "mrr", "p@1"}
+    for key in ("map", "mrr", "p@1"):  # the run's own test split, scored again, gives the figures training wrote
+        assert figures["trecqa-clean"][key] == pytest.approx(report["test"][key], abs=1e-6)
+    assert figures["trecqa-raw-trec-eval"]["map"] != figures["trecqa-clean"]["map"]
+
+
 def test_predict_ranks_raw_answers(trained_run, capsys):
     answers = ["The teapot dome scandal was in 1923 .", "", "zzqx unknownword"]
     assert cli.main(["predict", str(trained_run), "--question", "When was the Teapot Dome scandal?",
