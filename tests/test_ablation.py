@@ -148,3 +148,36 @@ def test_seeds_and_rows_run_only_their_part_and_an_unknown_row_is_named(tmp_path
     assert calls == [("weighted", 2), ("base", 2)]
     with pytest.raises(SystemExit, match="no row 2"):
         module.run(PLAN, tmp_path, rows=[2])
+
+
+@pytest.mark.skipif(len(__import__("os").sched_getaffinity(0)) < 2, reason="needs two cores")
+def test_jobs_run_at_once_each_pinned_to_its_own_core(tmp_path, monkeypatch):
+    import threading
+    import time
+
+    module = _ablation()
+    plan = {**PLAN, "seeds": [1, 2], "rows": PLAN["rows"] + [{"label": "third", "set": {}}]}
+    running, seen, lock = set(), [], threading.Lock()
+    overlap = []
+
+    def fake_call(args, stdout, stderr):
+        assert args[:2] == ["taskset", "-c"]
+        core, label, seed = int(args[2]), args[args.index("--label") + 1], int(args[args.index("--seeds") + 1])
+        with lock:
+            assert core not in running  # never two runs on one core
+            running.add(core)
+            seen.append((label, seed))
+            overlap.append(len(running))
+        time.sleep(0.05)
+        with lock:
+            running.discard(core)
+        stdout.write(json.dumps(_fake_result(label, seed, 0.7)))
+        return 0
+
+    monkeypatch.setattr(module.subprocess, "call", fake_call)
+    module.run(plan, tmp_path, jobs=2)
+    assert sorted(seen) == sorted((row["label"], s) for s in (1, 2) for row in plan["rows"])  # each once
+    assert max(overlap) == 2
+    assert len(list(tmp_path.glob("*-s*.json"))) == 6 and not list(tmp_path.glob("*.partial"))
+    with pytest.raises(SystemExit, match="--jobs: must be from 1 to the"):
+        module.run(plan, tmp_path, jobs=len(__import__("os").sched_getaffinity(0)) + 1)
