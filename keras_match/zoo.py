@@ -126,6 +126,7 @@ _RULES = {
     "clipnorm": (lambda v: v is None or (_is_number(v) and v > 0), "null or a number > 0"),
     "dropout": (lambda v: _is_number(v) and 0 <= v < 1, "a number in [0, 1)"),
     "embedding_dropout": (lambda v: v is None or (_is_number(v) and 0 <= v < 1), "null or a number in [0, 1)"),
+    "lstm_dropout": (lambda v: v is None or (_is_number(v) and 0 <= v < 1), "null or a number in [0, 1)"),
     "patience": (lambda v: _is_int(v) and v >= 0, "an integer >= 0"),
     "list_size": (lambda v: v is None or (_is_int(v) and v >= 2), "null or an integer >= 2"),
     "max_vocabulary": (lambda v: v is None or (_is_int(v) and v >= 0), "null or an integer >= 0"),

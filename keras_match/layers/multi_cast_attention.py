@@ -30,8 +30,11 @@ class MultiCastAttention(keras.layers.Layer):
     3. `mean`: mean-pooling co-attention (eq. 4), likewise;
     4. `intra`: intra-attention (eq. 6) of the text with itself.
 
-    Casts 1-3 come from one `CoAttention` (one `F`, one affinity matrix shared by the three); cast 4 from one
-    `IntraAttention` applied to q and to d separately with the same weights (siamese). Each cast gives three
+    Casts 1-3 come from one `CoAttention` (one `F`, one affinity matrix shared by the three;
+    `shared_affinity=True`, the default) or from one `CoAttention` each, with its own `F` and affinity matrix
+    (`shared_affinity=False`, section 2.3.2's "we do not share parameters across multiple attention casts"
+    applied to eq. 2 as well); cast 4 from one `IntraAttention` applied to q and to d separately with the same
+    weights (siamese). Each cast gives three
     features per word (eq. 7-9):
 
         f_c = F_c([x_bar; x]),   f_m = F_c(x_bar * x),   f_s = F_c(x_bar - x)
@@ -56,6 +59,8 @@ class MultiCastAttention(keras.layers.Layer):
         kernel_regularizer: optional regularizer of every kernel (attention `F`s, NN / FM compressions).
         pooled_casts: `"broadcast"` (default) or `"weighted"`, see above.
         scaled_affinity: divide both affinity matrices (eq. 2 and 6) by `sqrt(units)`. Defaults to False.
+        shared_affinity: one co-attention `F` for the alignment, max and mean casts (True, the default) or one
+            per cast (False), see above.
         **kwargs: standard `keras.layers.Layer` arguments (`name`, `dtype`).
 
     Call arguments:
@@ -73,7 +78,9 @@ class MultiCastAttention(keras.layers.Layer):
 
     Weights:
         `co_attention` (2) + `intra_attention` (2) + the 12 compressions (0 each for sm, 2 for nn, 3 for fm):
-        4, 28 or 40 trainable weights. For `dim = 50`, `attention_units=None`, `fm_factors=10` that is
+        4, 28 or 40 trainable weights; 4 more with `shared_affinity=False` (`co_attention`, named
+        `alignment_co_attention`, serves the alignment cast, and `max_co_attention`, `mean_co_attention` the
+        others). For `dim = 50`, `attention_units=None`, `fm_factors=10` that is
         5,100 / 5,912 / 13,912 parameters.
 
     Raises:
@@ -107,6 +114,7 @@ class MultiCastAttention(keras.layers.Layer):
         kernel_regularizer=None,
         pooled_casts="broadcast",
         scaled_affinity=False,
+        shared_affinity=True,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -125,6 +133,7 @@ class MultiCastAttention(keras.layers.Layer):
         self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
         self.pooled_casts = pooled_casts
         self.scaled_affinity = bool(scaled_affinity)
+        self.shared_affinity = bool(shared_affinity)
         self.supports_masking = True
 
     def _compression_kwargs(self):
@@ -146,8 +155,17 @@ class MultiCastAttention(keras.layers.Layer):
             "scaled_affinity": self.scaled_affinity,
             "dtype": self.dtype_policy,
         }
-        self.co_attention = CoAttention(name="co_attention", pooled_casts=self.pooled_casts, **attention_kwargs)
-        self.co_attention.build([q_shape, d_shape])
+        # The attribute names are the paths of the weights in a saved model: `co_attention` as before, and with
+        # `shared_affinity=False` `co_attention` serves the alignment cast and two more layers the others.
+        def co_attention(name):
+            layer = CoAttention(name=name, pooled_casts=self.pooled_casts, **attention_kwargs)
+            layer.build([q_shape, d_shape])
+            return layer
+
+        self.co_attention = co_attention("co_attention" if self.shared_affinity else "alignment_co_attention")
+        if not self.shared_affinity:
+            self.max_co_attention = co_attention("max_co_attention")
+            self.mean_co_attention = co_attention("mean_co_attention")
         self.intra_attention = IntraAttention(name="intra_attention", **attention_kwargs)
         self.intra_attention.build(q_shape)
         compressions = []
@@ -175,11 +193,14 @@ class MultiCastAttention(keras.layers.Layer):
     def call(self, inputs, mask=None):
         q, d = inputs
         q_mask, d_mask = split_pair_masks(mask)
-        co = self.co_attention([q, d], mask=[q_mask, d_mask])
-        q_intra = self.intra_attention(q, mask=q_mask)
-        d_intra = self.intra_attention(d, mask=d_mask)
-        q_bars = [co["alignment"][0], co["max"][0], co["mean"][0], q_intra]
-        d_bars = [co["alignment"][1], co["max"][1], co["mean"][1], d_intra]
+        layers = [self.co_attention] * 3 if self.shared_affinity else [
+            self.co_attention, self.max_co_attention, self.mean_co_attention]
+        outputs = {}  # one call per distinct layer
+        for layer in layers:
+            outputs.setdefault(id(layer), layer([q, d], mask=[q_mask, d_mask]))
+        co = [outputs[id(layer)][cast] for layer, cast in zip(layers, CASTS[:3])]
+        q_bars = [x_bar for x_bar, _ in co] + [self.intra_attention(q, mask=q_mask)]
+        d_bars = [x_bar for _, x_bar in co] + [self.intra_attention(d, mask=d_mask)]
         zq = self._casted_features(q, q_bars, q_mask)
         zd = self._casted_features(d, d_bars, d_mask)
         return zq, zd
@@ -206,6 +227,7 @@ class MultiCastAttention(keras.layers.Layer):
                 "kernel_regularizer": keras.regularizers.serialize(self.kernel_regularizer),
                 "pooled_casts": self.pooled_casts,
                 "scaled_affinity": self.scaled_affinity,
+                "shared_affinity": self.shared_affinity,
             }
         )
         return config

@@ -21,10 +21,12 @@ def build_mcan(
     attention_units=None,
     dropout=0.2,
     embedding_dropout=None,
+    lstm_dropout=None,
     l2=1e-6,
     trainable_embeddings=False,
     pooled_casts="broadcast",
     scaled_affinity=False,
+    shared_affinity=True,
     head="softmax",
     num_classes=None,
     num_features=0,
@@ -47,7 +49,9 @@ def build_mcan(
     Dropout (`dropout`) is applied to the input of every layer after the projection, and L2 weight decay
     (`l2`, eq. 17) to every kernel. The paper applies dropout "to all layers except the embedding layer";
     `embedding_dropout` is the rate on the embedded words before the projection (None: `dropout`, as this
-    builder always did; 0: none). Train it with `keras_match.losses.PointwiseCrossEntropy` (eq. 17).
+    builder always did; 0: none). `lstm_dropout` is the rate on the LSTM's input words `[w; z]` (None:
+    `dropout`; 0: none, as the authors' code, whose LSTM has no dropout); Keras' LSTM draws one mask per text,
+    so a dropped unit, a casted feature included, is missing at every word of that text. Train it with `keras_match.losses.PointwiseCrossEntropy` (eq. 17).
 
     Args:
         vocab_size: int, number of token ids including padding (0) and OOV (1), as
@@ -63,11 +67,15 @@ def build_mcan(
         attention_units: int or None, width of the affinity MLP F of eq. 2; None keeps the projection width.
         dropout: float in [0, 1), dropout rate (0.2 in the paper).
         embedding_dropout: float in [0, 1) or None, dropout of the embedded words (None: `dropout`).
+        lstm_dropout: float in [0, 1) or None, input dropout of the siamese LSTM (None: `dropout`).
         l2: float, L2 regularisation weight lambda of eq. 17 (1e-6 on TrecQA).
         trainable_embeddings: bool, whether the word vectors are trained (the paper keeps them fixed).
         pooled_casts: `"broadcast"` or `"weighted"`: the max and mean casts as one pooled vector at every word
             (eq. 3-4) or as each word scaled by its attention weight (the authors' code); see `CoAttention`.
         scaled_affinity: bool, divide the affinities of eq. 2 and 6 by the square root of their width.
+        shared_affinity: bool, one affinity function F (eq. 2) for the alignment, max and mean casts (True), or
+            one per cast ("we do not share parameters across multiple attention casts", section 2.3); see
+            `MultiCastAttention`.
         head: the output head (`keras_match.heads`): `"softmax"` (eq. 16, the paper's), `"score"` (a raw
             ranking score) or `"classification"` (softmax over `num_classes` labels, e.g. entailment).
         num_classes: int >= 2, the number of labels of a classification head.
@@ -118,6 +126,7 @@ def build_mcan(
         kernel_regularizer=regularizer,
         pooled_casts=pooled_casts,
         scaled_affinity=scaled_affinity,
+        shared_affinity=shared_affinity,
         name="multi_cast_attention",
     )
     zq, za = casts([q, a])
@@ -131,7 +140,7 @@ def build_mcan(
         return_sequences=True,
         kernel_regularizer=regularizer,
         recurrent_regularizer=regularizer,
-        dropout=dropout,
+        dropout=dropout if lstm_dropout is None else lstm_dropout,
         name="siamese_lstm",
     )
     pool = MeanMaxPooling(name="mean_max_pooling")

@@ -167,9 +167,13 @@ def intra_attention(x, mask, kernel, bias, activation="relu", scaled=False):
 # eq. 7-9, section 2.3.3 --------------------------------------------------------------------------------------
 def multi_cast(q, d, q_mask, d_mask, co_weights, intra_weights, compressions, activation="relu",
                pooled_casts="broadcast", scaled=False):
-    """compressions: 12 vector -> scalar functions in the order [align, max, mean, intra] x [c, m, s]."""
-    co = co_attention(q, d, q_mask, d_mask, *co_weights, activation=activation, pooled_casts=pooled_casts,
-                      scaled=scaled)
+    """compressions: 12 vector -> scalar functions in the order [align, max, mean, intra] x [c, m, s].
+
+    co_weights: (kernel, bias) of the one co-attention F, or a dict {"alignment": ..., "max": ..., "mean": ...}
+    of one F per cast (every cast then has its own affinity matrix)."""
+    per_cast = co_weights if isinstance(co_weights, dict) else dict.fromkeys(("alignment", "max", "mean"), co_weights)
+    co = {cast: co_attention(q, d, q_mask, d_mask, *weights, activation=activation, pooled_casts=pooled_casts,
+                             scaled=scaled)[cast] for cast, weights in per_cast.items()}
     q_intra = intra_attention(q, q_mask, *intra_weights, activation, scaled=scaled)
     d_intra = intra_attention(d, d_mask, *intra_weights, activation, scaled=scaled)
     bars_q = [co["alignment"][0], co["max"][0], co["mean"][0], q_intra]

@@ -28,7 +28,9 @@ def reference(layer, kind, q, d, q_mask, d_mask, activation="relu"):
         d,
         q_mask,
         d_mask,
-        layer.co_attention.get_weights(),
+        layer.co_attention.get_weights() if layer.shared_affinity else {
+            "alignment": layer.co_attention.get_weights(), "max": layer.max_co_attention.get_weights(),
+            "mean": layer.mean_co_attention.get_weights()},
         layer.intra_attention.get_weights(),
         compressions,
         activation=activation,
@@ -77,6 +79,47 @@ def test_weighted_casts_and_scaled_affinity_match_numpy_reference(pooled_casts, 
     plain.build([q.shape, d.shape])
     plain.set_weights(layer.get_weights())
     assert not np.allclose(call_layer(plain, [q, d], [q_mask, d_mask])[0], zq, atol=1e-3)  # the options matter
+
+
+@pytest.mark.parametrize("pooled_casts", ["broadcast", "weighted"])
+def test_one_affinity_per_cast_matches_numpy_reference(pooled_casts):
+    rng, q, d, q_mask, d_mask = make_pair(4)
+    layer = MultiCastAttention(compression="fm", fm_factors=3, pooled_casts=pooled_casts, shared_affinity=False)
+    layer.build([q.shape, d.shape])
+    assert len(layer.trainable_weights) == WEIGHTS["fm"] + 4
+    assert [c.name for c in (layer.co_attention, layer.max_co_attention, layer.mean_co_attention)] == [
+        "alignment_co_attention", "max_co_attention", "mean_co_attention"]
+    layer.set_weights([rng.normal(size=w.shape).astype("float32") * 0.5 for w in layer.get_weights()])
+    zq, zd = call_layer(layer, [q, d], [q_mask, d_mask])
+    ref_q, ref_d = reference(layer, "fm", q, d, q_mask, d_mask)
+    np.testing.assert_allclose(zq, ref_q, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(zd, ref_d, rtol=1e-4, atol=1e-4)
+    # the max and mean casts read their own F: given the alignment cast's F, the layer is the shared one
+    shared = MultiCastAttention(compression="fm", fm_factors=3, pooled_casts=pooled_casts)
+    shared.build([q.shape, d.shape])
+    shared.co_attention.set_weights(layer.co_attention.get_weights())
+    shared.intra_attention.set_weights(layer.intra_attention.get_weights())
+    for mine, theirs in zip(shared.compressions, layer.compressions):
+        mine.set_weights(theirs.get_weights())
+    z_shared = call_layer(shared, [q, d], [q_mask, d_mask])[0]
+    assert not np.allclose(z_shared[..., 3:9], zq[..., 3:9], atol=1e-3)  # max / mean features differ
+    np.testing.assert_allclose(z_shared[..., :3], zq[..., :3], rtol=1e-5, atol=1e-5)  # alignment is the same
+    np.testing.assert_allclose(z_shared[..., 9:], zq[..., 9:], rtol=1e-5, atol=1e-5)  # intra too
+    for other in (layer.max_co_attention, layer.mean_co_attention):
+        other.set_weights(layer.co_attention.get_weights())
+    np.testing.assert_allclose(call_layer(layer, [q, d], [q_mask, d_mask])[0], z_shared, rtol=1e-5, atol=1e-5)
+
+
+def test_one_affinity_per_cast_round_trip(tmp_path):
+    _, q, d, q_mask, d_mask = make_pair(0)
+    run_layer_test(
+        lambda: MultiCastAttention(compression="fm", fm_factors=3, shared_affinity=False),
+        [q, d],
+        [q_mask, d_mask],
+        expected_shape=((3, 5, 12), (3, 7, 12)),
+        expected_weights=WEIGHTS["fm"] + 4,
+        tmp_path=tmp_path,
+    )
 
 
 def test_weighted_scaled_round_trip(tmp_path):

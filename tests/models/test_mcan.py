@@ -132,3 +132,22 @@ def test_cast_options_reach_the_layer_and_survive_a_keras_file(tmp_path, pooled_
     np.testing.assert_allclose(loaded(inputs, training=False).numpy(), model(inputs, training=False).numpy(),
                                atol=1e-6)
     assert loaded.get_layer("multi_cast_attention").get_config()["pooled_casts"] == pooled_casts
+
+
+def test_lstm_dropout_and_per_cast_affinities_reach_the_layers_and_survive_a_keras_file(tmp_path):
+    default = build_mcan(vocab_size=30, **SMALL)
+    assert default.get_layer("siamese_lstm").dropout == SMALL["dropout"]
+    assert default.get_layer("multi_cast_attention").shared_affinity is True
+    model = build_mcan(vocab_size=30, lstm_dropout=0.0, shared_affinity=False, **SMALL)
+    assert model.get_layer("siamese_lstm").dropout == 0.0
+    assert model.get_layer("dropout_highway_1").rate == SMALL["dropout"]  # the other layers keep theirs
+    layer = model.get_layer("multi_cast_attention")
+    assert layer.shared_affinity is False
+    assert len(model.trainable_weights) == len(default.trainable_weights) + 4  # two more F (kernel, bias)
+    inputs = _pair(np.random.default_rng(6))
+    path = tmp_path / "m.keras"
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    np.testing.assert_allclose(loaded(inputs, training=False).numpy(), model(inputs, training=False).numpy(),
+                               atol=1e-6)
+    assert loaded.get_layer("multi_cast_attention").get_config()["shared_affinity"] is False
