@@ -5,7 +5,8 @@ The rows come from a JSON file (`benchmarks/ablations/*.json`):
     {"model": "mcan_fm", "dataset": "trecqa-clean", "epochs": 5, "seeds": [1234, 1, 2],
      "rows": [{"label": "baseline", "set": {}}, {"label": "+ weighted casts", "set": {"pooled_casts": "weighted"}}]}
 
-A row may name its own `model`, `dataset` or `train_split` (a comparison of zoo entries: one row per entry).
+A row may name its own `model`, `dataset`, `train_split` or `embeddings` (a comparison of zoo entries: one row
+per entry; other pretrained vectors, as `keras-match train --embeddings`).
 A `transfer` list of datasets (the plan's or a row's) also scores every run on their test splits, with BM25
 beside it (reproduce.py --transfer).
 Each (row, seed) trains once with `reproduce.py --set KEY=VALUE ... --label LABEL` and writes
@@ -59,7 +60,7 @@ def load_plan(path):
 
 
 def row_setting(plan, row, key):
-    """The row's own `model` / `dataset` / `train_split` / `transfer`, else the plan's."""
+    """The row's own `model` / `dataset` / `train_split` / `embeddings` / `transfer`, else the plan's."""
     return row.get(key, plan.get(key))
 
 
@@ -69,6 +70,8 @@ def command(plan, row, seed, out):
             row["label"]]
     if row_setting(plan, row, "train_split"):
         args += ["--train-split", row_setting(plan, row, "train_split")]
+    if row_setting(plan, row, "embeddings"):
+        args += ["--embeddings", row_setting(plan, row, "embeddings")]
     if row_setting(plan, row, "transfer"):
         args += ["--transfer", *row_setting(plan, row, "transfer")]
     settings = dict(row.get("set", {}))

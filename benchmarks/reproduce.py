@@ -48,6 +48,8 @@ def main(argv=None):
     parser.add_argument("--holdout-dev", type=float, default=None, metavar="FRACTION",
                         help="choose the model on the last FRACTION of the training questions and score the "
                         "dataset's dev split as test (for benchmarks without a test split)")
+    parser.add_argument("--embeddings", default="default",
+                        help="the pretrained vectors, as `keras-match train --embeddings` (default: a run's default)")
     parser.add_argument("--transfer", nargs="+", default=[], metavar="DATASET",
                         help="also score each run on these datasets' test splits (transfer, no training there)")
     parser.add_argument("--label", default=None,
@@ -67,18 +69,21 @@ def main(argv=None):
     tag = f"-holdout{args.holdout_dev:g}" if args.holdout_dev else ""
     figures = tasks.task_for(dataset).figures
     transfer_sets = transfer_splits(args.transfer)
+    # other vectors give another run folder (and another row in the table)
+    tagged = overrides if args.embeddings == "default" else dict(overrides, embeddings=args.embeddings)
     results = {}
     for name in args.names:
         runs = []
         for seed in args.seeds:
             run_dir = pathlib.Path(args.out) / (f"{name}-{args.dataset}-{args.train_split or 'default'}{tag}"
-                                                f"{_settings_tag(overrides, args.epochs)}-s{seed}")
+                                                f"{_settings_tag(tagged, args.epochs)}-s{seed}")
             metrics_file = run_dir / "metrics.json"
             if metrics_file.exists():  # finished earlier: reuse rather than retrain
                 report = json.loads(metrics_file.read_text())
             else:
                 with contextlib.redirect_stdout(sys.stderr):  # stdout carries only the JSON
                     report = train(name, dataset, run_dir=run_dir, epochs=args.epochs, seed=seed, verbose=2,
+                                   embeddings_path=None if args.embeddings == "none" else args.embeddings,
                                    **overrides)
             runs.append(
                 {
@@ -112,6 +117,7 @@ def main(argv=None):
             "holdout_dev": args.holdout_dev,
             "counts": {k: v.counts() for k, v in dataset.splits.items()},
             "overrides": overrides,
+            "embeddings": args.embeddings,
             "label": args.label,
             "runs": runs,
             "summary": summary,

@@ -42,6 +42,9 @@ def test_commands_carry_the_row_settings_and_its_own_epochs():
     assert args[args.index("--transfer") + 1:args.index("--transfer") + 3] == ["wikiqa", "trecqa-raw"]
     own = module.command(transfer, dict(transfer["rows"][0], transfer=["semeval2016"]), 1, pathlib.Path("out"))
     assert own[own.index("--transfer") + 1] == "semeval2016"
+    assert "--embeddings" not in own
+    vectors = module.command(PLAN, dict(PLAN["rows"][0], embeddings="v25.txt"), 1, pathlib.Path("out"))
+    assert vectors[vectors.index("--embeddings") + 1] == "v25.txt"
 
 
 def _fake_result(label, seed, value):

@@ -76,6 +76,7 @@ def test_run_folders_of_other_settings_never_coincide():
              tag({"loss": "pointwise"}, 5), tag({"projection_dim": 300}), tag({"embeddings_dropout": 0.0})}
     assert len(names) == 5
     assert "/" not in tag({"embeddings": "/data/glove.txt"})
+    assert tag({"embeddings": "runs/v25.txt.gz", "pooled_casts": "weighted"}) != tag({"pooled_casts": "weighted"})
 
 
 def test_a_transfer_dataset_is_a_split_and_bm25_is_its_reference_row(tmp_path):

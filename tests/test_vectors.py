@@ -260,3 +260,28 @@ def test_a_word_unseen_in_training_has_its_own_id_and_file_vector_in_the_run_and
     onnx_vocabulary = (base / "onnx" / "1" / "vocabulary.txt").read_text(encoding="utf-8").splitlines()
     for word, i in zip(UNSEEN, ids):
         assert onnx_vocabulary[i - 2] == word  # ids 0 and 1 are padding and OOV
+
+
+def test_reduce_vectors_keeps_the_words_and_the_leading_components(tmp_path, capsys):
+    from conftest import benchmark_module
+
+    rng = np.random.default_rng(0)
+    # 3 strong directions and 3 weak ones: 3 components keep nearly all the variance
+    matrix = rng.normal(size=(200, 3)) @ rng.normal(size=(3, 6)) * 5 + rng.normal(size=(200, 6)) * 0.01 + 2.0
+    source = tmp_path / "vectors.txt"
+    words = [f"w{i}" for i in range(200)]
+    source.write_text("".join(f"{w} {' '.join(map(str, row))}\n" for w, row in zip(words, matrix)))
+    module = benchmark_module("reduce_vectors")
+    out = tmp_path / "reduced.txt.gz"
+    module.main(["--dim", "3", "--out", str(out), "--source", str(source)])
+    report = json.loads(capsys.readouterr().out)
+    assert report["explained_variance"] > 0.999 and report["dim"] == 3 and report["from_dim"] == 6
+    reduced = vectors.load_vectors(str(out))
+    assert reduced.words == words and reduced.dim == 3
+    # distances between words survive the projection (the weak directions carried almost nothing)
+    original = np.linalg.norm(matrix[:, None] - matrix[None], axis=-1)
+    kept = np.linalg.norm(reduced.matrix[:, None] - reduced.matrix[None], axis=-1)
+    np.testing.assert_allclose(kept, original, atol=0.1)
+    assert gzip.decompress(out.read_bytes()).decode().startswith("w0 ")
+    with pytest.raises(SystemExit, match="--dim must be from 1 to 5"):
+        module.main(["--dim", "6", "--out", str(out), "--source", str(source)])
