@@ -130,7 +130,8 @@ def main(argv=None):
 
 
 def transfer_splits(names):
-    """{name: (test split, the benchmark's no-positive rule)} of the transfer datasets."""
+    """{name: (test split, the benchmark's no-positive rule, None for a classification set)} of the transfer
+    datasets."""
     from keras_match import tasks
     from keras_match.datasets.catalog import load_by_name
 
@@ -139,17 +140,19 @@ def transfer_splits(names):
         dataset = load_by_name(name)
         if "test" not in dataset:
             raise SystemExit(f"--transfer {name}: the dataset has no test split")
-        splits[name] = (dataset["test"], tasks.task_for(dataset).no_positive)
+        task = tasks.task_for(dataset)
+        splits[name] = (dataset["test"], task.no_positive if isinstance(task, tasks.RankingTask) else None)
     return splits
 
 
 def transfer_figures(run_dir, splits):
-    """The finished run's MAP / MRR / P@1 on each transfer split, as it was trained (nothing refitted)."""
+    """The finished run's figures on each transfer split, as it was trained (nothing refitted): MAP / MRR / P@1
+    for a ranking set, accuracy / macro F1 for a classification set (a classifier scored on another set with
+    the same labels, SICK to SNLI say)."""
     from keras_match import training
-    from transfer import FIGURES
 
     run = training.load_run(run_dir)
-    return {name: {k: v for k, v in run.evaluate(split, no_positive=rule).items() if k in FIGURES}
+    return {name: {k: v for k, v in run.evaluate(split, no_positive=rule).items() if k in run.task.figures}
             for name, (split, rule) in splits.items()}
 
 
@@ -162,7 +165,8 @@ def bm25_references(dataset, splits):
     if "test" in dataset and isinstance(tasks.task_for(dataset), tasks.RankingTask):
         references["test"] = bm25_figures(dataset["test"], tasks.task_for(dataset).no_positive)
     for name, (split, rule) in splits.items():
-        references[name] = bm25_figures(split, rule)
+        if rule is not None:  # a ranking set
+            references[name] = bm25_figures(split, rule)
     return references
 
 

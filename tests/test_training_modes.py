@@ -113,6 +113,23 @@ def test_sick_trains_a_classifier_and_prints_test_accuracy(sick_run):
     assert run.head == "classification" and run.model.outputs[0].shape[-1] == 3
 
 
+def test_reproduce_transfer_scores_a_sick_classifier_on_snli_by_accuracy(sick_run, data_dir, monkeypatch):
+    from conftest import benchmark_module
+
+    monkeypatch.setenv("KERAS_MATCH_DATA", str(data_dir))
+    module = benchmark_module("reproduce")
+    splits = module.transfer_splits(["sick", "snli"])
+    assert splits["snli"][1] is None  # no ranking rule for a classification set
+    figures = module.transfer_figures(sick_run, splits)
+    report = json.loads((sick_run / "metrics.json").read_text())
+    assert set(figures["snli"]) == {"accuracy", "macro_f1"}
+    assert figures["sick"]["accuracy"] == pytest.approx(report["test"]["accuracy"], abs=1e-9)
+    assert 0 < figures["snli"]["accuracy"] < 1 and figures["snli"]["accuracy"] != figures["sick"]["accuracy"]
+    from keras_match.datasets.catalog import load_by_name
+
+    assert module.bm25_references(load_by_name("sick"), splits) == {}  # BM25 ranks; it does not classify
+
+
 def test_a_classifier_evaluates_predicts_and_exports_labels(sick_run, data_dir, tmp_path, capsys):
     import tensorflow as tf
 
