@@ -21,6 +21,8 @@ finished is printed (benchmarks/summarize.py: dev and test means and standard de
     KERAS_MATCH_DATA=../shared/data python benchmarks/ablation.py benchmarks/ablations/mcan_fm_trecqa.json \
         --out runs/ablation-mcan_fm --jobs 2
     python benchmarks/ablation.py benchmarks/ablations/mcan_fm_trecqa.json --out runs/ablation-mcan_fm --table
+    python benchmarks/ablation.py benchmarks/ablations/mcan_fm_trecqa.json --out runs/ablation-mcan_fm --table \
+        --split test wikiqa
 
 Progress goes to stderr (one line per run started and finished); each run's own log to `OUT/logs/NN-sSEED.txt`.
 """
@@ -157,6 +159,9 @@ def main(argv=None):
     parser.add_argument("plan", help="the ablation JSON file")
     parser.add_argument("--out", required=True, help="folder for the results, the run folders and the log")
     parser.add_argument("--table", action="store_true", help="print the table of the finished results and stop")
+    parser.add_argument("--split", nargs="+", default=["dev", "test"],
+                        help="the table's splits (default: dev test); a transfer dataset of the plan's, e.g. wikiqa, "
+                        "adds its columns and BM25's row")
     parser.add_argument("--seeds", type=int, nargs="+", help="run only these seeds (default: the plan's)")
     parser.add_argument("--rows", type=int, nargs="+", help="run only these row numbers (default: every row)")
     parser.add_argument("--jobs", type=int, default=1,
@@ -167,7 +172,7 @@ def main(argv=None):
     out = pathlib.Path(args.out)
     if not args.table:
         run(plan, out, seeds=args.seeds, rows=args.rows, jobs=args.jobs)
-    print(table(out) or f"no finished result in {out} yet")
+    print(table(out, splits=tuple(args.split)) or f"no finished result in {out} yet")
 
 
 if __name__ == "__main__":

@@ -103,7 +103,12 @@ def test_a_row_may_name_its_own_model_and_dataset(tmp_path, monkeypatch):
     assert sorted(p.name for p in tmp_path.glob("*.json")) == ["00-s3.json", "01-s3.json"]
 
 
-def test_the_table_keeps_the_plan_s_row_order(tmp_path, monkeypatch):
+def _write(path, plan):
+    path.write_text(json.dumps(plan))
+    return path
+
+
+def test_the_table_keeps_the_plan_s_row_order(tmp_path, monkeypatch, capsys):
     module = _ablation()
     plan = {**PLAN, "seeds": [1], "rows": [{"label": "z: the baseline", "set": {}},
                                            {"label": "a: a change", "set": {"loss": "pairwise_hinge"}}]}
@@ -118,6 +123,10 @@ def test_the_table_keeps_the_plan_s_row_order(tmp_path, monkeypatch):
     module.run(plan, tmp_path)
     text = module.table(tmp_path)  # sorted by loss and label, the change would come first
     assert text.index("| z: the baseline |") < text.index("| a: a change |")
+    module.main([str(_write(tmp_path / "p.json", plan)), "--out", str(tmp_path), "--table", "--split", "test"])
+    printed = capsys.readouterr().out
+    assert "| test MAP |" in printed and "dev MAP" not in printed
+    assert printed.index("| z: the baseline |") < printed.index("| a: a change |")
     path = tmp_path / "plan.json"
     path.write_text(json.dumps({"seeds": [1], "rows": [{"label": "x", "model": "mcan_fm", "set": {}}]}))
     with pytest.raises(SystemExit, match=r"missing 'dataset' \(for the plan or in rows\[0\]\)"):
