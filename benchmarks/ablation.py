@@ -89,6 +89,12 @@ def result_path(out, index, seed):
     return out / f"{index:02d}-s{seed}.json"
 
 
+def partial_path(target, pid):
+    """Where process `pid` writes a result before it is complete: its own name, so that another process that
+    runs the same (row, seed) by mistake (and fails, the run folder being in use) never removes it."""
+    return target.with_suffix(f".{pid}.partial")
+
+
 def run(plan, out, seeds=None, rows=None, jobs=1):
     """Train every (row, seed) of the plan whose result is missing; `seeds` / `rows` (row numbers) limit the part
     run; `jobs` > 1 runs that many at once, each pinned to its own core (`taskset`), in the plan's order."""
@@ -128,7 +134,7 @@ def _run_one(plan, out, index, seed, progress, prefix):
     log.parent.mkdir(exist_ok=True)
     print(f"{progress} {row['label']} (seed {seed}) ...", file=sys.stderr, flush=True)
     start = time.time()
-    partial = target.with_suffix(".partial")
+    partial = partial_path(target, os.getpid())
     with open(partial, "w", encoding="utf-8") as stdout, open(log, "a", encoding="utf-8") as stderr:
         code = subprocess.call(prefix + command(plan, row, seed, out), stdout=stdout, stderr=stderr)
     if code != 0:

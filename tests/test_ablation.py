@@ -68,8 +68,12 @@ def test_results_are_written_once_failures_leave_nothing_and_a_rerun_continues(t
         return 0
 
     monkeypatch.setattr(module.subprocess, "call", fake_call)
+    other = module.partial_path(module.result_path(tmp_path, 1, 2), 999999)  # another process' result, failing here
+    other.write_text("{")
     module.run(PLAN, tmp_path)
     assert calls == [("base", 1), ("weighted", 1), ("base", 2), ("weighted", 2)]  # seed by seed
+    assert other.exists()
+    other.unlink()
     assert sorted(p.name for p in tmp_path.glob("*.json")) == ["00-s1.json", "00-s2.json", "01-s1.json"]
     assert not list(tmp_path.glob("*.partial"))
     assert "failed (exit 1)" in capsys.readouterr().err
