@@ -162,8 +162,9 @@ def bm25_references(dataset, splits):
     from transfer import bm25_figures
 
     references = {}
-    if "test" in dataset and isinstance(tasks.task_for(dataset), tasks.RankingTask):
-        references["test"] = bm25_figures(dataset["test"], tasks.task_for(dataset).no_positive)
+    task = tasks.task_for(dataset)
+    if "test" in dataset and isinstance(task, tasks.RankingTask):
+        references["test"] = bm25_figures(dataset["test"], task.no_positive)
     for name, (split, rule) in splits.items():
         if rule is not None:  # a ranking set
             references[name] = bm25_figures(split, rule)
