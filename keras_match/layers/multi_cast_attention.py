@@ -34,8 +34,7 @@ class MultiCastAttention(keras.layers.Layer):
     `shared_affinity=True`, the default) or from one `CoAttention` each, with its own `F` and affinity matrix
     (`shared_affinity=False`, section 2.3.2's "we do not share parameters across multiple attention casts"
     applied to eq. 2 as well); cast 4 from one `IntraAttention` applied to q and to d separately with the same
-    weights (siamese). Each cast gives three
-    features per word (eq. 7-9):
+    weights (siamese). Each cast gives three features per word (eq. 7-9):
 
         f_c = F_c([x_bar; x]),   f_m = F_c(x_bar * x),   f_s = F_c(x_bar - x)
 
@@ -193,12 +192,12 @@ class MultiCastAttention(keras.layers.Layer):
     def call(self, inputs, mask=None):
         q, d = inputs
         q_mask, d_mask = split_pair_masks(mask)
-        layers = [self.co_attention] * 3 if self.shared_affinity else [
-            self.co_attention, self.max_co_attention, self.mean_co_attention]
-        outputs = {}  # one call per distinct layer
-        for layer in layers:
-            outputs.setdefault(id(layer), layer([q, d], mask=[q_mask, d_mask]))
-        co = [outputs[id(layer)][cast] for layer, cast in zip(layers, CASTS[:3])]
+        if self.shared_affinity:  # one affinity matrix, pooled three ways
+            shared = self.co_attention([q, d], mask=[q_mask, d_mask])
+            co = [shared[cast] for cast in CASTS[:3]]
+        else:
+            layers = (self.co_attention, self.max_co_attention, self.mean_co_attention)
+            co = [layer([q, d], mask=[q_mask, d_mask])[cast] for layer, cast in zip(layers, CASTS[:3])]
         q_bars = [x_bar for x_bar, _ in co] + [self.intra_attention(q, mask=q_mask)]
         d_bars = [x_bar for _, x_bar in co] + [self.intra_attention(d, mask=d_mask)]
         zq = self._casted_features(q, q_bars, q_mask)

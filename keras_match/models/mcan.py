@@ -51,7 +51,8 @@ def build_mcan(
     `embedding_dropout` is the rate on the embedded words before the projection (None: `dropout`, as this
     builder always did; 0: none). `lstm_dropout` is the rate on the LSTM's input words `[w; z]` (None:
     `dropout`; 0: none, as the authors' code, whose LSTM has no dropout); Keras' LSTM draws one mask per text,
-    so a dropped unit, a casted feature included, is missing at every word of that text. Train it with `keras_match.losses.PointwiseCrossEntropy` (eq. 17).
+    so a dropped unit, a casted feature included, is missing at every word of that text. Train it with
+    `keras_match.losses.PointwiseCrossEntropy` (eq. 17).
 
     Args:
         vocab_size: int, number of token ids including padding (0) and OOV (1), as
