@@ -283,5 +283,12 @@ def test_reduce_vectors_keeps_the_words_and_the_leading_components(tmp_path, cap
     kept = np.linalg.norm(reduced.matrix[:, None] - reduced.matrix[None], axis=-1)
     np.testing.assert_allclose(kept, original, atol=0.1)
     assert gzip.decompress(out.read_bytes()).decode().startswith("w0 ")
-    with pytest.raises(SystemExit, match="--dim must be from 1 to 5"):
-        module.main(["--dim", "6", "--out", str(out), "--source", str(source)])
+    # all the dimensions: a rotation onto the principal axes, every distance kept (the dimension curve's control)
+    capsys.readouterr()
+    module.main(["--dim", "6", "--out", str(out), "--source", str(source)])
+    assert json.loads(capsys.readouterr().out)["explained_variance"] == 1.0
+    rotated = vectors.load_vectors(str(out))
+    np.testing.assert_allclose(np.linalg.norm(rotated.matrix[:, None] - rotated.matrix[None], axis=-1), original,
+                               atol=1e-4)
+    with pytest.raises(SystemExit, match="--dim must be from 1 to 6"):
+        module.main(["--dim", "7", "--out", str(out), "--source", str(source)])
