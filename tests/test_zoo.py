@@ -30,6 +30,23 @@ def test_mcan_presets_hold_the_paper_settings(name):
     assert preset["reported"]["dataset"] == "trecqa-clean"
 
 
+@pytest.mark.parametrize("name", ["mcan_sm", "mcan_nn", "mcan_fm"])
+def test_mcan_presets_build_the_readings_the_ablation_chose(name):
+    # issue 16 (benchmarks/ablations/mcan_fm_trecqa.json, rows 0-3 and 7 on dev): the frozen embeddings are not
+    # dropped (section 3.2.2), the max / mean casts weight each word, and training runs longer with patience 4
+    model = zoo.load(name, vocab_size=50, embedding_dim=8, lstm_units=4, highway_units=3, compile=False)
+    assert model.get_layer("dropout_embedded").rate == 0.0
+    assert model.get_layer("dropout_highway_1").rate == 0.2
+    assert model.get_layer("multi_cast_attention").pooled_casts == "weighted"
+    training = zoo.describe(name)["training"]
+    assert (training["epochs"], training["patience"]) == (15, 4)
+    # the paper's other reading stays one setting away
+    broadcast = zoo.load(name, vocab_size=50, embedding_dim=8, lstm_units=4, highway_units=3, compile=False,
+                         pooled_casts="broadcast", embedding_dropout=None)
+    assert broadcast.get_layer("dropout_embedded").rate == 0.2
+    assert broadcast.get_layer("multi_cast_attention").pooled_casts == "broadcast"
+
+
 def test_load_builds_a_compiled_model_with_overrides():
     model = zoo.load("mcan_fm", vocab_size=50, embedding_dim=8, lstm_units=4, highway_units=3,
                      learning_rate=1e-3)
