@@ -5,6 +5,8 @@ The rows come from a JSON file (`benchmarks/ablations/*.json`):
     {"model": "mcan_fm", "dataset": "trecqa-clean", "epochs": 5, "seeds": [1234, 1, 2],
      "rows": [{"label": "baseline", "set": {}}, {"label": "+ weighted casts", "set": {"pooled_casts": "weighted"}}]}
 
+A plan-level `set` holds the settings every row shares (a row's own `set` overrides them key by key).
+
 A row may name its own `model`, `dataset`, `train_split` or `embeddings` (a comparison of zoo entries: one row
 per entry; other pretrained vectors, as `keras-match train --embeddings`).
 A `transfer` list of datasets (the plan's or a row's) also scores every run on their test splits, with BM25
@@ -43,7 +45,8 @@ HERE = pathlib.Path(__file__).resolve().parent
 
 
 def load_plan(path):
-    """The ablation file as a dict, checked: `model`, `dataset`, `seeds`, `rows` (each with `label`, `set`)."""
+    """The ablation file as a dict, checked: `model`, `dataset`, `seeds`, `rows` (each with `label`, `set`), an
+    optional plan-level `set`."""
     with open(path, encoding="utf-8") as f:
         try:
             plan = json.load(f)
@@ -52,6 +55,8 @@ def load_plan(path):
     for key in ("seeds", "rows"):
         if key not in plan:
             raise SystemExit(f"{path}: missing {key!r}")
+    if not isinstance(plan.get("set", {}), dict):
+        raise SystemExit(f"{path}: 'set' must be an object (the settings every row shares)")
     for i, row in enumerate(plan["rows"]):
         if not isinstance(row, dict) or "label" not in row or not isinstance(row.get("set", {}), dict):
             raise SystemExit(f"{path}: rows[{i}] needs a 'label' and a 'set' object")
@@ -66,6 +71,11 @@ def row_setting(plan, row, key):
     return row.get(key, plan.get(key))
 
 
+def row_settings(plan, row):
+    """The settings a row trains with: the plan's `set`, overridden key by key by the row's own."""
+    return {**plan.get("set", {}), **row.get("set", {})}
+
+
 def command(plan, row, seed, out):
     args = [sys.executable, str(HERE / "reproduce.py"), row_setting(plan, row, "model"), "--dataset",
             row_setting(plan, row, "dataset"), "--seeds", str(seed), "--out", str(out / "runs"), "--label",
@@ -76,7 +86,7 @@ def command(plan, row, seed, out):
         args += ["--embeddings", row_setting(plan, row, "embeddings")]
     if row_setting(plan, row, "transfer"):
         args += ["--transfer", *row_setting(plan, row, "transfer")]
-    settings = dict(row.get("set", {}))
+    settings = row_settings(plan, row)
     epochs = settings.pop("epochs", plan.get("epochs"))
     if epochs is not None:
         args += ["--epochs", str(epochs)]

@@ -24,8 +24,9 @@ def test_every_shipped_plan_names_known_settings():
         for row in plan["rows"]:
             preset = zoo.describe(module.row_setting(plan, row, "model"))
             known = set(preset["model"]) | set(preset["training"]) | set(zoo.PAIR_FEATURES)
-            assert set(row["set"]) <= known, (path, row)
-            zoo.resolve(preset["name"], **row["set"])  # the values follow the settings' rules
+            settings = module.row_settings(plan, row)
+            assert set(settings) <= known, (path, row)
+            zoo.resolve(preset["name"], **settings)  # the values follow the settings' rules
 
 
 def test_commands_carry_the_row_settings_and_its_own_epochs():
@@ -45,6 +46,24 @@ def test_commands_carry_the_row_settings_and_its_own_epochs():
     assert "--embeddings" not in own
     vectors = module.command(PLAN, dict(PLAN["rows"][0], embeddings="v25.txt"), 1, pathlib.Path("out"))
     assert vectors[vectors.index("--embeddings") + 1] == "v25.txt"
+
+
+def test_the_plan_level_set_reaches_every_row_and_a_row_overrides_it():
+    module = _ablation()
+    shared = dict(PLAN, set={"patience": 3, "pooled_casts": "broadcast"})
+    base = module.command(shared, shared["rows"][0], 1, pathlib.Path("out"))
+    assert [base[i + 1] for i, a in enumerate(base) if a == "--set"] == ["patience=3", 'pooled_casts="broadcast"']
+    weighted = module.command(shared, shared["rows"][1], 1, pathlib.Path("out"))
+    assert [weighted[i + 1] for i, a in enumerate(weighted) if a == "--set"] == ["patience=3",
+                                                                             'pooled_casts="weighted"']
+    assert shared["rows"][1]["set"] == {"pooled_casts": "weighted", "epochs": 9}  # the plan is not changed
+
+
+def test_a_plan_level_set_must_be_an_object(tmp_path):
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(dict(PLAN, set=["patience=3"])))
+    with pytest.raises(SystemExit, match="'set' must be an object"):
+        _ablation().load_plan(path)
 
 
 def _fake_result(label, seed, value):
