@@ -21,6 +21,12 @@ dataset's own test split (benchmarks/transfer.py's reference), so that the JSON 
 
     python benchmarks/reproduce.py mcan_fm --dataset trecqa-clean --seeds 1 --transfer wikiqa
     python benchmarks/summarize.py results.json --split test wikiqa
+
+`--config best.json` retrains the best configuration of a `keras-match tune` search over seeds, as `keras-match
+train --config` does (`--epochs` and `--set` override it; a search run with `--epochs 5` retrains with the preset's
+length when `--epochs` names it):
+
+    python benchmarks/reproduce.py mcan_fm --config tuning-runs/mcan_fm/best.json --epochs 15 --seeds 1234 1 2
 """
 
 import argparse
@@ -45,6 +51,8 @@ def main(argv=None):
     parser.add_argument("--epochs", type=int, default=None)
     parser.add_argument("--out", default="runs/reproduce", help="folder for the run directories")
     parser.add_argument("--set", action="append", metavar="KEY=JSON", default=[])
+    parser.add_argument("--config", default=None, metavar="FILE",
+                        help="settings from a best.json of `keras-match tune` (--epochs and --set override them)")
     parser.add_argument("--holdout-dev", type=float, default=None, metavar="FRACTION",
                         help="choose the model on the last FRACTION of the training questions and score the "
                         "dataset's dev split as test (for benchmarks without a test split)")
@@ -60,9 +68,7 @@ def main(argv=None):
     from keras_match.datasets.catalog import load_by_name
     from keras_match.training import train
 
-    overrides = {}
-    for name in args.names:
-        overrides.update(cli._parse_settings(name, args.set))
+    overrides, epochs = settings(args)
     dataset = load_by_name(args.dataset, train_split=args.train_split)
     if args.holdout_dev:
         dataset = holdout_dev(dataset, args.holdout_dev)
@@ -76,13 +82,13 @@ def main(argv=None):
         runs = []
         for seed in args.seeds:
             run_dir = pathlib.Path(args.out) / (f"{name}-{args.dataset}-{args.train_split or 'default'}{tag}"
-                                                f"{_settings_tag(tagged, args.epochs)}-s{seed}")
+                                                f"{_settings_tag(tagged, epochs)}-s{seed}")
             metrics_file = run_dir / "metrics.json"
             if metrics_file.exists():  # finished earlier: reuse rather than retrain
                 report = json.loads(metrics_file.read_text())
             else:
                 with contextlib.redirect_stdout(sys.stderr):  # stdout carries only the JSON
-                    report = train(name, dataset, run_dir=run_dir, epochs=args.epochs, seed=seed, verbose=2,
+                    report = train(name, dataset, run_dir=run_dir, epochs=epochs, seed=seed, verbose=2,
                                    embeddings_path=None if args.embeddings == "none" else args.embeddings,
                                    **overrides)
             runs.append(
@@ -127,6 +133,29 @@ def main(argv=None):
             results[name]["bm25"] = bm25_references(dataset, transfer_sets)
     json.dump(results, sys.stdout, indent=2)
     print()
+
+
+def settings(args):
+    """`(overrides, epochs)` of the command line: a `--config` file's settings, then `--epochs`, then `--set`,
+    each overriding the one before (`keras-match train`'s order); `epochs` is None for the preset's."""
+    from keras_match import cli, zoo
+
+    overrides = {}
+    if args.config:
+        if len(args.names) != 1:
+            raise SystemExit("--config: give one zoo entry (a best.json configures one)")
+        overrides.update(zoo.read_config(args.config, args.names[0]))
+    epochs = overrides.pop("epochs", None)
+    if args.epochs is not None:
+        epochs = args.epochs
+    for name in args.names:
+        given = cli._parse_settings(name, args.set)
+        if "epochs" in given:
+            if args.epochs is not None:
+                raise SystemExit("--epochs and --set epochs=... both given: give one")
+            epochs = given.pop("epochs")
+        overrides.update(given)
+    return overrides, epochs
 
 
 def transfer_splits(names):

@@ -98,3 +98,36 @@ def test_a_transfer_dataset_is_a_split_and_bm25_is_its_reference_row(tmp_path):
     # without a recorded reference for every split shown, no BM25 row
     assert not any(line.startswith("| BM25 |") for line in
                    _summarize().table(paths, figures=["map"], splits=("dev",))[0].splitlines())
+
+
+def _args(names, config=None, epochs=None, sets=()):
+    import argparse
+
+    return argparse.Namespace(names=names, config=config, epochs=epochs, set=list(sets))
+
+
+def test_reproduce_retrains_a_best_json_with_epochs_and_set_overriding_it(tmp_path):
+    settings = _reproduce().settings
+    best = tmp_path / "best.json"
+    best.write_text(json.dumps({"zoo": "mcan_fm", "dataset": "trecqa-clean", "settings": {
+        "epochs": 5, "learning_rate": 0.001, "lstm_units": 150, "projection_dim": None}}))
+    assert settings(_args(["mcan_fm"], best)) == ({"learning_rate": 0.001, "lstm_units": 150,
+                                                   "projection_dim": None}, 5)
+    overrides, epochs = settings(_args(["mcan_fm"], best, epochs=15, sets=["learning_rate=0.0003"]))
+    assert epochs == 15 and overrides["learning_rate"] == 0.0003 and overrides["lstm_units"] == 150
+    assert settings(_args(["mcan_fm"], sets=["epochs=7", "dropout=0.1"])) == ({"dropout": 0.1}, 7)
+    assert settings(_args(["mcan_fm"])) == ({}, None)
+
+
+def test_reproduce_refuses_a_best_json_of_another_entry_or_two_epoch_counts(tmp_path):
+    import pytest
+
+    settings = _reproduce().settings
+    best = tmp_path / "best.json"
+    best.write_text(json.dumps({"zoo": "ctrn", "settings": {"filters": 256}}))
+    with pytest.raises(ValueError, match="configures zoo entry 'ctrn', not 'mcan_fm'"):
+        settings(_args(["mcan_fm"], best))
+    with pytest.raises(SystemExit, match="one zoo entry"):
+        settings(_args(["ctrn", "qrnn"], best))
+    with pytest.raises(SystemExit, match="--epochs and --set epochs"):
+        settings(_args(["mcan_fm"], epochs=5, sets=["epochs=7"]))
