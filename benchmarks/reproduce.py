@@ -64,7 +64,7 @@ def main(argv=None):
                         help="a name for these settings in the results table (benchmarks/summarize.py)")
     args = parser.parse_args(argv)
 
-    from keras_match import cli, tasks, zoo
+    from keras_match import tasks, zoo
     from keras_match.datasets.catalog import load_by_name
     from keras_match.training import train
 
