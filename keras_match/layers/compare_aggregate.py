@@ -399,7 +399,11 @@ class NTNComparison(Comparison):
         self.bias = self.add_weight(name="bias", shape=(slices,), initializer="zeros")
 
     def compare(self, a, h):
-        a_t = ops.einsum("...i,sij->...sj", a, self.tensor)  # a^T T^[s], [..., k, l]
+        # a^T T^[s] for every slice as one matrix product [..., l] x [l, k l]. The einsum "...i,sij->...sj" this
+        # replaces let TensorFlow's gradient materialise [batch, len, k l, l] (146 GB for a WikiQA batch at l = 150)
+        slices, dim = self.tensor.shape[0], self.tensor.shape[1]
+        flat_tensor = ops.reshape(ops.transpose(self.tensor, (1, 0, 2)), (dim, slices * dim))  # [i, (s, j)]
+        a_t = ops.reshape(ops.matmul(a, flat_tensor), tuple(ops.shape(a)[:-1]) + (slices, dim))  # [..., k, l]
         return ops.relu(ops.sum(a_t * ops.expand_dims(h, -2), axis=-1) + self.bias)
 
     def get_config(self):

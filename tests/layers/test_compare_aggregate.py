@@ -554,3 +554,23 @@ def test_model_shape_errors():
         CompareAggregate(units=3).build([(None, 5, 4), (None, 7, 3)])
     with pytest.raises(ValueError, match="pair"):
         CompareAggregate(units=3).build([(None, 5, 4)])
+
+
+def test_ntn_trains_at_the_papers_width_without_a_batch_times_slices_squared_intermediate():
+    # l = 150 (the paper's), 32 answers of 60 words: the einsum this layer used before had TensorFlow's gradient
+    # materialise [32, 60, 150 * 150, 150] floats (26 GB; a WikiQA batch ran out of memory at 146 GB); one matrix
+    # product needs [32, 60, 150 * 150] (350 MB)
+    layer = NTNComparison()
+    rng = np.random.default_rng(0)
+    a = tf.constant(rng.normal(size=(32, 60, 150)).astype("float32"))
+    h = tf.constant(rng.normal(size=(32, 60, 150)).astype("float32"))
+    with tf.GradientTape() as tape:
+        out = layer([a, h])
+        loss = tf.reduce_sum(out)
+    grads = tape.gradient(loss, layer.trainable_weights)
+    assert out.shape == (32, 60, 150)
+    assert [g.shape for g in grads] == [(150, 150, 150), (150,)]
+    assert all(np.isfinite(g.numpy()).all() for g in grads)
+    tensor, bias = (w.numpy() for w in layer.trainable_weights)  # one position against the bilinear form itself
+    expected = np.maximum(np.einsum("i,sij,j->s", a[3, 7].numpy(), tensor, h[3, 7].numpy()) + bias, 0)
+    np.testing.assert_allclose(out[3, 7].numpy(), expected, rtol=1e-4, atol=1e-4)
