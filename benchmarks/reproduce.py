@@ -68,7 +68,10 @@ def main(argv=None):
     from keras_match.datasets.catalog import load_by_name
     from keras_match.training import train
 
-    overrides, epochs = settings(args)
+    try:
+        overrides, epochs = settings(args)
+    except ValueError as error:
+        raise SystemExit(f"reproduce.py: {error}") from None
     dataset = load_by_name(args.dataset, train_split=args.train_split)
     if args.holdout_dev:
         dataset = holdout_dev(dataset, args.holdout_dev)
@@ -136,25 +139,26 @@ def main(argv=None):
 
 
 def settings(args):
-    """`(overrides, epochs)` of the command line: a `--config` file's settings, then `--epochs`, then `--set`,
-    each overriding the one before (`keras-match train`'s order); `epochs` is None for the preset's."""
-    from keras_match import cli, zoo
+    """`(overrides, epochs)` of the command line, by `keras-match train`'s rule (`cli._settings`): a `--config`
+    file's settings, then `--epochs`, then `--set`, each overriding the one before; `epochs` is None for the
+    preset's.
 
-    overrides = {}
-    if args.config:
-        if len(args.names) != 1:
-            raise SystemExit("--config: give one zoo entry (a best.json configures one)")
-        overrides.update(zoo.read_config(args.config, args.names[0]))
-    epochs = overrides.pop("epochs", None)
-    if args.epochs is not None:
-        epochs = args.epochs
+    Raises:
+        SystemExit: `--config` with more than one zoo entry.
+        ValueError: a malformed `--set`, `--epochs` and `--set epochs=...` both given, or a `--config` file that
+            is not a best configuration of this entry.
+    """
+    from keras_match import cli
+
+    if args.config and len(args.names) != 1:
+        raise SystemExit("--config: give one zoo entry (a best.json configures one)")
+    overrides, epochs = {}, args.epochs
     for name in args.names:
-        given = cli._parse_settings(name, args.set)
-        if "epochs" in given:
-            if args.epochs is not None:
-                raise SystemExit("--epochs and --set epochs=... both given: give one")
-            epochs = given.pop("epochs")
-        overrides.update(given)
+        one = argparse.Namespace(name=name, config=args.config, set=args.set, epochs=args.epochs, batch_size=None)
+        overrides.update(cli._settings(one))  # moves epochs / batch_size onto `one`
+        epochs = one.epochs
+        if one.batch_size is not None:  # a setting here, not an option of this script
+            overrides["batch_size"] = one.batch_size
     return overrides, epochs
 
 

@@ -129,5 +129,7 @@ def test_reproduce_refuses_a_best_json_of_another_entry_or_two_epoch_counts(tmp_
         settings(_args(["mcan_fm"], best))
     with pytest.raises(SystemExit, match="one zoo entry"):
         settings(_args(["ctrn", "qrnn"], best))
-    with pytest.raises(SystemExit, match="--epochs and --set epochs"):
+    with pytest.raises(ValueError, match="--epochs and --set epochs"):
         settings(_args(["mcan_fm"], epochs=5, sets=["epochs=7"]))
+    with pytest.raises(SystemExit, match="--epochs and --set epochs"):  # the command: a message, no traceback
+        _reproduce().main(["mcan_fm", "--epochs", "5", "--set", "epochs=7"])
