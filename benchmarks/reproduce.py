@@ -22,6 +22,11 @@ dataset's own test split (benchmarks/transfer.py's reference), so that the JSON 
     python benchmarks/reproduce.py mcan_fm --dataset trecqa-clean --seeds 1 --transfer wikiqa
     python benchmarks/summarize.py results.json --split test wikiqa
 
+`DATASET:SPLIT` scores another split of a transfer dataset than its test split; SNLI, whose training split is not
+in the data folder, is scored on both of its splits after training on SICK (the columns `snli:dev` and `snli`):
+
+    python benchmarks/reproduce.py compare_aggregate_mult_sick --dataset sick --seeds 1 --transfer snli:dev snli
+
 `--config best.json` retrains the best configuration of a `keras-match tune` search over seeds, as `keras-match
 train --config` does (`--epochs` and `--set` override it; a search run with `--epochs 5` retrains with the preset's
 length when `--epochs` names it):
@@ -59,7 +64,8 @@ def main(argv=None):
     parser.add_argument("--embeddings", default="default",
                         help="the pretrained vectors, as `keras-match train --embeddings` (default: a run's default)")
     parser.add_argument("--transfer", nargs="+", default=[], metavar="DATASET",
-                        help="also score each run on these datasets' test splits (transfer, no training there)")
+                        help="also score each run on these datasets' test splits (transfer, no training there); "
+                        "DATASET:SPLIT scores another split, e.g. snli:dev")
     parser.add_argument("--label", default=None,
                         help="a name for these settings in the results table (benchmarks/summarize.py)")
     args = parser.parse_args(argv)
@@ -163,18 +169,21 @@ def settings(args):
 
 
 def transfer_splits(names):
-    """{name: (test split, the benchmark's no-positive rule, None for a classification set)} of the transfer
-    datasets."""
+    """{name: (split, the benchmark's no-positive rule, None for a classification set)} of the transfer datasets:
+    `wikiqa` is WikiQA's test split, `snli:dev` SNLI's dev split (the name stays the figures' key)."""
     from keras_match import tasks
     from keras_match.datasets.catalog import load_by_name
 
     splits = {}
     for name in names:
-        dataset = load_by_name(name)
-        if "test" not in dataset:
-            raise SystemExit(f"--transfer {name}: the dataset has no test split")
+        dataset_name, _, split = name.partition(":")
+        split = split or "test"
+        dataset = load_by_name(dataset_name)
+        if split not in dataset:
+            raise SystemExit(f"--transfer {name}: the dataset {dataset_name!r} has no {split!r} split "
+                             f"(it has {', '.join(sorted(dataset.splits))})")
         task = tasks.task_for(dataset)
-        splits[name] = (dataset["test"], task.no_positive if isinstance(task, tasks.RankingTask) else None)
+        splits[name] = (dataset[split], task.no_positive if isinstance(task, tasks.RankingTask) else None)
     return splits
 
 

@@ -259,8 +259,25 @@ class Run:
 
     def evaluate(self, split, no_positive=None) -> dict:
         """The task's figures on a split: MAP / MRR / P@1 (`no_positive`: the rule for questions without a
-        relevant candidate, default the run's) or accuracy / F1 for a classifier."""
+        relevant candidate, default the run's) or accuracy / F1 for a classifier.
+
+        Raises:
+            ValueError: the split is of the other task (a classification split for a ranker, a ranking split for
+                a classifier), or a classification split's labels are not the run's, in the same order (a
+                SICK classifier scored on MSRP, say): its accuracy would be a silent wrong answer.
+        """
         task = self.task
+        split_labels = getattr(split, "label_names", None)
+        if isinstance(task, tasks.ClassificationTask):
+            if split_labels is None:
+                raise ValueError(f"split {split.name!r} is a ranking split; this run is a classifier over "
+                                 f"{list(task.label_names)}")
+            if tuple(split_labels) != task.label_names:
+                raise ValueError(f"split {split.name!r} has the labels {list(split_labels)}; this run classifies "
+                                 f"into {list(task.label_names)} (same names, same order needed)")
+        elif split_labels is not None:
+            raise ValueError(f"split {split.name!r} is a classification split (labels {list(split_labels)}); "
+                             "this run is a ranker")
         if isinstance(task, tasks.RankingTask) and no_positive is not None:
             task = tasks.RankingTask(no_positive)
         examples = task.examples(split)

@@ -1,5 +1,6 @@
 """Every loss mode and the classification task through `keras-match train`, on real data, and old runs."""
 
+import dataclasses
 import json
 import shutil
 
@@ -129,6 +130,27 @@ def test_reproduce_transfer_scores_a_sick_classifier_on_snli_by_accuracy(sick_ru
 
     assert module.bm25_references(load_by_name("sick"), splits) == {}  # BM25 ranks; it does not classify
 
+    # SNLI has no training split here: its dev split is scored as a transfer split too, under its own key
+    both = module.transfer_splits(["snli:dev", "snli"])
+    assert len(both["snli:dev"][0]) == 9842 and len(both["snli"][0]) == 9824
+    with pytest.raises(SystemExit, match="no 'train' split"):
+        module.transfer_splits(["snli:train"])
+
+
+def test_a_classifier_refuses_a_split_of_other_labels_or_of_the_ranking_task(sick_run, data_dir):
+    from keras_match.datasets.catalog import load_by_name
+
+    run = training.load_run(sick_run)
+    msrp = load_by_name("msrp", data_dir=data_dir)
+    with pytest.raises(ValueError, match=r"split 'test' has the labels .*this run classifies into"):
+        run.evaluate(msrp["test"])
+    sick = load_by_name("sick", data_dir=data_dir)["test"]
+    reordered = dataclasses.replace(sick, label_names=("neutral", "entailment", "contradiction"))
+    with pytest.raises(ValueError, match="same order"):
+        run.evaluate(reordered)
+    with pytest.raises(ValueError, match="is a ranking split"):
+        run.evaluate(load_by_name("trecqa-clean", data_dir=data_dir)["dev"])
+
 
 def test_a_classifier_evaluates_predicts_and_exports_labels(sick_run, data_dir, tmp_path, capsys):
     import tensorflow as tf
@@ -183,3 +205,11 @@ def test_a_run_written_before_the_preprocessor_still_loads_and_scores(trained_ru
     legacy = keras.Model(model.inputs, keras.layers.Dense(2, activation="softmax", name="probabilities")(
         keras.layers.Dense(3)(x)))
     assert heads.head_of(legacy) == "softmax"
+
+
+def test_a_ranker_refuses_a_classification_split(trained_run, data_dir):
+    from keras_match.datasets.catalog import load_by_name
+
+    run = training.load_run(trained_run)
+    with pytest.raises(ValueError, match="is a classification split .*this run is a ranker"):
+        run.evaluate(load_by_name("sick", data_dir=data_dir)["dev"])
