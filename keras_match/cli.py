@@ -133,7 +133,10 @@ def _cmd_explain(args):
     out = args.out or str(pathlib.Path(args.run_dir) / "explain.png")
     explain.plot_conv_maxima(result, out, question=args.question)
     top = sorted(zip(result["credit"].tolist(), result["tokens"]), reverse=True)[:5]
-    print(f"score {result['score']}; window {result['window']}: the words that win the most CNN maxima: "
+    output = result["score"]
+    output = (f"score {output[0]:.4f}" if len(output) == 1 else  # a ranker's score, else a classifier's probabilities
+              "probabilities " + ", ".join(f"{name} {p:.3f}" for name, p in zip(run.label_names, output)))
+    print(f"{output}; window {result['window']}: the words that win the most CNN maxima: "
           + ", ".join(f"{word} ({credit:.2f})" for credit, word in top if credit > 0))
     print(f"plot written to {out}")
 

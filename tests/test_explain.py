@@ -1,5 +1,7 @@
 """The Compare-Aggregate paper's Figure 2 as a feature (issue 10): `keras_match.explain` and `keras-match explain`."""
 
+import re
+
 import keras
 import numpy as np
 import pytest
@@ -69,4 +71,5 @@ def test_explain_command_on_a_run_trained_on_wikiqa(data_dir, tmp_path, capsys):
                      "A glacier cave is a cave formed within the ice of a glacier .", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "window 2: the words that win the most CNN maxima:" in printed and f"plot written to {out}" in printed
+    assert re.match(r"score -?\d+\.\d{4}; window 2", printed)  # the ranker's score as a number, not a list
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
