@@ -3,7 +3,9 @@ words of the pretrained vector file (`max_vocabulary`); prints JSON.
 
 For each dataset and cap: the vocabulary size (ids), the dev / test tokens (distinct questions and every answer)
 that are out of the vocabulary, and how many of those the vector file has a vector for (the tokens a larger cap
-would give their own vector).
+would give their own vector), and how many have no vector in the file at all (a model with frozen embeddings
+sees them as its out-of-vocabulary vector, or as the zero vector of a vocabulary word the file lacks, whatever
+the cap).
 
     KERAS_MATCH_DATA=../shared/data python benchmarks/vocabulary_coverage.py --datasets trecqa-clean \
         --caps 0 100000 200000 all > vocabulary_coverage.json
@@ -44,10 +46,11 @@ def main(argv=None):
             for split in ("dev", "test"):
                 examples = task.examples(dataset[split])
                 texts = list(np.unique(examples.texts["question"])) + list(examples.texts["answer"])
-                tokens = text.tokenize(texts).flat_values.numpy().astype(str)
+                tokens = [t.decode("utf-8") for t in text.tokenize(texts).flat_values.numpy()]
                 missing = [t for t in tokens if t not in vocabulary]
                 row[split] = {"tokens": len(tokens), "out_of_vocabulary": len(missing),
-                              "out_of_vocabulary_with_a_vector": sum(t in source.index for t in missing)}
+                              "out_of_vocabulary_with_a_vector": sum(t in source.index for t in missing),
+                              "without_a_vector": sum(t not in source.index for t in tokens)}
             rows[cap] = row
             print(f"{name} max_vocabulary={cap}: {row}", file=sys.stderr, flush=True)
         result["datasets"][name] = rows

@@ -292,3 +292,23 @@ def test_reduce_vectors_keeps_the_words_and_the_leading_components(tmp_path, cap
                                atol=1e-4)
     with pytest.raises(SystemExit, match="--dim must be from 1 to 6"):
         module.main(["--dim", "7", "--out", str(out), "--source", str(source)])
+
+
+def test_vocabulary_coverage_counts_wikiqa_tokens_without_a_vector(tmp_path, data_dir, monkeypatch, capsys):
+    """benchmarks/vocabulary_coverage.py on WikiQA, whose texts hold non-ASCII tokens (the script once failed to
+    decode them), with a three-word vector file."""
+    from conftest import benchmark_module
+
+    monkeypatch.setenv("KERAS_MATCH_DATA", str(data_dir))
+    source = tmp_path / "vectors.txt"
+    source.write_text("the 1 0 0\nof 0 1 0\n– 0 0 1\n", encoding="utf-8")
+    benchmark_module("vocabulary_coverage").main(["--datasets", "wikiqa", "--caps", "0", "all",
+                                                 "--vectors", str(source)])
+    rows = json.loads(capsys.readouterr().out)["datasets"]["wikiqa"]
+    for split in ("dev", "test"):
+        training_words, every_word = rows["0"][split], rows["all"][split]
+        assert every_word["out_of_vocabulary_with_a_vector"] == 0  # the cap 'all' takes every word of the file
+        # the three words are frequent, so most tokens, but not all, lack a vector, whatever the cap
+        assert 0.5 * every_word["tokens"] < every_word["without_a_vector"] < every_word["tokens"]
+        assert training_words["without_a_vector"] == every_word["without_a_vector"]
+        assert training_words["out_of_vocabulary"] >= every_word["out_of_vocabulary"]
