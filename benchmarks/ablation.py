@@ -41,6 +41,8 @@ import subprocess
 import sys
 import time
 
+from keras_match.metrics import figure_name
+
 HERE = pathlib.Path(__file__).resolve().parent
 
 
@@ -159,7 +161,7 @@ def _run_one(plan, out, index, seed, progress, prefix):
 
 
 def _short(figures):
-    return " ".join(f"{k.upper()} {v:.3f}" for k, v in figures.items() if isinstance(v, float))
+    return " ".join(f"{figure_name(k)} {v:.3f}" for k, v in figures.items() if isinstance(v, float))
 
 
 def table(out, splits=("dev", "test")):

@@ -21,6 +21,8 @@ import json
 import statistics
 import sys
 
+from keras_match.metrics import figure_name
+
 
 def _split(run, split):
     """A run's figures on `split`: its own dev / test, else a transfer dataset's (reproduce.py --transfer)."""
@@ -79,7 +81,7 @@ def table(paths, figures=None, splits=("test",), sort=True):
     datasets = sorted({key[1] for key in grouped})
     with_variants = any(key[-1] for key in grouped)
     header = ["model", "dataset", "train", "loss"] + (["variant"] if with_variants else []) + ["seeds"]
-    header += [f"{split} {figure.upper() if figure != 'accuracy' else figure}" for split in splits
+    header += [f"{split} {figure_name(figure)}" for split in splits
                for figure in figures]
     header += ["epochs", "train pairs/s", "wall s"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]

@@ -9,7 +9,7 @@ import pathlib
 import keras
 import numpy as np
 
-from keras_match import storage
+from keras_match import metrics, storage
 
 __all__ = ["DevEvaluationCallback", "STATE_FILE", "read_state"]
 
@@ -118,8 +118,7 @@ class DevEvaluationCallback(keras.callbacks.Callback):
                 self._best_in_memory = [np.array(w) for w in self.scorer.get_weights()]
         else:
             self._checkpoint(epoch, improved)
-        figures = " ".join(f"{key.upper() if key != 'accuracy' else 'accuracy'} {report[key]:.4f}"
-                           for key in self.figures)
+        figures = " ".join(f"{metrics.figure_name(key)} {report[key]:.4f}" for key in self.figures)
         print(f"epoch {epoch + 1}: dev {figures} (best {self.monitor} {self.state['best']:.4f} at epoch "
               f"{self.state['best_epoch']})", flush=True)
 

@@ -188,6 +188,7 @@ def _cmd_export(args):
 
 def _cmd_tune(args):
     from keras_match import tuning
+    from keras_match.metrics import figure_name
 
     overrides = _settings(args)
     if args.epochs is not None:
@@ -205,7 +206,7 @@ def _cmd_tune(args):
         max_train_questions=args.max_train_questions, verbose=2, **overrides)
     tuner = tuning.make_tuner(hypermodel, args.tuner, args.dir, max_trials=args.max_trials, seed=args.seed)
     print(f"searching {args.name} on {hypermodel.dataset_name} with {args.tuner} over {space['file']} "
-          f"({len(space['hyperparameters'])} hyperparameters); objective dev {hypermodel.task.monitor.upper()}; "
+          f"({len(space['hyperparameters'])} hyperparameters); objective dev {figure_name(hypermodel.task.monitor)}; "
           f"search state in {args.dir}", flush=True)
     if role is not None:
         address = f"{os.environ['KERASTUNER_ORACLE_IP']}:{os.environ['KERASTUNER_ORACLE_PORT']}"
@@ -222,7 +223,7 @@ def _cmd_tune(args):
           f"{result['files']['plot']}")
     if result["best"]:
         best = result["best"]
-        print(f"best: trial {best['trial']}, dev {best['objective'][4:].upper()} {best['dev']:.4f}: "
+        print(f"best: trial {best['trial']}, dev {figure_name(best['objective'][4:])} {best['dev']:.4f}: "
               + ", ".join(f"{k}={json.dumps(v)}" for k, v in best["settings"].items()))
         split = f" --train-split {args.train_split}" if args.train_split else ""
         print(f"retrain it: keras-match train {args.name} --dataset {args.dataset}{split} --config "

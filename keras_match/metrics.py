@@ -39,6 +39,14 @@ if TYPE_CHECKING:  # pragma: no cover
 NO_POSITIVE_CONVENTIONS = ("skip", "zero", "error")
 DEFAULT_METRICS = ("map", "mrr", "p@1")
 
+_FIGURE_NAMES = {"accuracy": "accuracy", "macro_f1": "macro-F1"}
+
+
+def figure_name(key: str) -> str:
+    """How a figure's key is printed: `map` -> `MAP`, `mrr` -> `MRR`, `p@1` -> `P@1`, `r10@1` -> `R10@1`,
+    `accuracy` -> `accuracy`, `macro_f1` -> `macro-F1`."""
+    return _FIGURE_NAMES.get(key, key.upper())
+
 
 # ----------------------------------------------------------------------------------------------------------------
 # Ranking within one question

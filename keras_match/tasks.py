@@ -63,7 +63,7 @@ class RankingTask:
                                         metrics=self.figures, no_positive=self.no_positive)
 
     def summary(self, report) -> str:
-        line = "  ".join(f"{key.upper()} {report[key]:.4f}" for key in self.figures)
+        line = "  ".join(f"{metrics.figure_name(key)} {report[key]:.4f}" for key in self.figures)
         skipped = (f", {report['num_skipped']} without a positive answer skipped" if report.get("num_skipped")
                    else "")
         return f"{line}  ({report['num_questions']} questions{skipped})"

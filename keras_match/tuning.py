@@ -46,6 +46,7 @@ except ImportError as error:  # pragma: no cover - the `tune` extra installs it
 from keras_match import heads, pipeline, storage, training, zoo
 from keras_match import vectors as vectors_lib
 from keras_match.callbacks import DevEvaluationCallback
+from keras_match.metrics import figure_name
 
 __all__ = ["space_for", "read_space", "declare", "MatchHyperModel", "make_tuner", "trial_rows", "write_results",
            "distributed_role", "TUNERS"]
@@ -483,7 +484,7 @@ def _plot(rows, path, name):
         axis.annotate("failed", (i, axis.get_ylim()[0]), rotation=90, ha="center", va="bottom", fontsize=7)
     axis.set_xticks(range(len(rows)), [r["trial"] for r in rows], rotation=90, fontsize=7)
     axis.set_xlabel("trial")
-    axis.set_ylabel(f"dev {rows[0]['objective'][4:].upper() if rows else ''}")
+    axis.set_ylabel(f"dev {figure_name(rows[0]['objective'][4:]) if rows else ''}")
     axis.set_title(f"{name}: dev figure per trial")
     figure.tight_layout()
     figure.savefig(path, format="png", dpi=120)

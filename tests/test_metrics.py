@@ -381,3 +381,8 @@ def test_trecqa_raw_trec_eval_spec_reproduces_trec_eval_on_the_full_qrels(data_d
                                        scores[np.isin(pairs.qids, dropped["test"].pairs().qids)],
                                        dropped["test"].pairs().labels, metrics=("map",))
     assert skipped["map"] == pytest.approx(ours["map"] * 95 / 89, abs=1e-9)
+
+
+def test_figure_names_are_the_fields_terms():
+    assert [metrics.figure_name(k) for k in ("map", "mrr", "p@1", "r10@1", "accuracy", "macro_f1")] == [
+        "MAP", "MRR", "P@1", "R10@1", "accuracy", "macro-F1"]
