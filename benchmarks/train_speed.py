@@ -18,7 +18,10 @@ followed by the default vectors' words, those frozen vectors, the preset's batch
 - the padded share of the id tensors (padding / all positions) of each kind of batch;
 - peak resident memory (ru_maxrss).
 
-Prints one JSON object: `{"machine": ..., "entries": {name: {...}}}`.
+Prints one JSON object: `{"machine": ..., "entries": {name: {...}}}`. `--table FILE` prints such a file (or one
+that wraps it with more keys) as a markdown table instead of measuring:
+
+    python benchmarks/train_speed.py --table benchmarks/results/compare_aggregate_wikiqa/speed.json
 
     python benchmarks/train_speed.py                      # every zoo entry
     python benchmarks/train_speed.py mcan_fm ctrn --rounds 5 --steps 30
@@ -172,6 +175,24 @@ def serving_speed(run, pairs, batch_size):
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def table(results) -> str:
+    """The markdown table of a results object: one row per entry, with its training questions and pairs per
+    second (bucketed / plain), scoring pairs per second, SavedModel serving pairs per second when measured, the
+    padded share of bucketed batches and the peak memory; an entry whose child process failed shows its error."""
+    lines = ["| entry | training questions/s, bucketed / plain | training pairs/s, bucketed / plain | scoring "
+             "pairs/s | SavedModel pairs/s | padding, bucketed | peak RSS MB |", "|---|---|---|---|---|---|---|"]
+    for name, entry in results["entries"].items():
+        if "error" in entry:
+            lines.append(f"| `{name}` | failed: {' '.join(entry['error'])} | | | | | |")
+            continue
+        questions, pairs = entry["train_questions_per_s"], entry["train_pairs_per_s"]
+        served = f"{entry['saved_model']['pairs_per_s']:.0f}" if entry.get("saved_model") else "–"
+        lines.append(f"| `{name}` | {questions['bucketed']:.1f} / {questions['plain']:.1f} | {pairs['bucketed']:.0f} / "
+                     f"{pairs['plain']:.0f} | {entry['score_pairs_per_s']:.0f} | {served} | "
+                     f"{entry['padding_share']['bucketed']:.2f} | {entry['peak_rss_mb']:.0f} |")
+    return "\n".join(lines)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("names", nargs="*", help="zoo entries (default: all)")
@@ -187,7 +208,17 @@ def main(argv=None):
                         help="also export each model and time its serving_default signature on the test pairs")
     parser.add_argument("--serve-batch", type=int, default=256, help="pairs per serving call (default 256)")
     parser.add_argument("--entry", default=None, help=argparse.SUPPRESS)  # the per-entry child process
+    parser.add_argument("--table", default=None, metavar="FILE",
+                        help="print the markdown table of a JSON file this script wrote, and stop")
     args = parser.parse_args(argv)
+    if args.table:
+        try:
+            with open(args.table, encoding="utf-8") as f:
+                results = json.load(f)
+            print(table(results))
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise SystemExit(f"--table {args.table}: not a JSON file of this script ({error!r})") from None
+        return
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
     if args.entry:
