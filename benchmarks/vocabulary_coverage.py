@@ -38,19 +38,22 @@ def main(argv=None):
         dataset = load_by_name(name)
         task = tasks.task_for(dataset)
         documents = training._training_documents(task.examples(dataset["train"]))
+        tokens, without_a_vector = {}, {}  # per split; the same for every cap
+        for split in ("dev", "test"):
+            examples = task.examples(dataset[split])
+            texts = list(np.unique(examples.texts["question"])) + list(examples.texts["answer"])
+            tokens[split] = [t.decode("utf-8") for t in text.tokenize(texts).flat_values.numpy()]
+            without_a_vector[split] = sum(t not in source.index for t in tokens[split])
         rows = {}
         for cap in args.caps:
             words = source.words if cap == "all" else source.words[: int(cap)]
             vocabulary = set(text.TextEncoder.build(documents, extra_words=words).vocabulary)
             row = {"ids": len(vocabulary) + 2}
             for split in ("dev", "test"):
-                examples = task.examples(dataset[split])
-                texts = list(np.unique(examples.texts["question"])) + list(examples.texts["answer"])
-                tokens = [t.decode("utf-8") for t in text.tokenize(texts).flat_values.numpy()]
-                missing = [t for t in tokens if t not in vocabulary]
-                row[split] = {"tokens": len(tokens), "out_of_vocabulary": len(missing),
+                missing = [t for t in tokens[split] if t not in vocabulary]
+                row[split] = {"tokens": len(tokens[split]), "out_of_vocabulary": len(missing),
                               "out_of_vocabulary_with_a_vector": sum(t in source.index for t in missing),
-                              "without_a_vector": sum(t not in source.index for t in tokens)}
+                              "without_a_vector": without_a_vector[split]}
             rows[cap] = row
             print(f"{name} max_vocabulary={cap}: {row}", file=sys.stderr, flush=True)
         result["datasets"][name] = rows

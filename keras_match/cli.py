@@ -115,9 +115,8 @@ def _cmd_evaluate(args):
     run = load_run(args.run_dir)
     dataset = load_by_name(args.dataset, data_dir=args.data_dir)
     task = tasks.task_for(dataset)
-    if task.kind != run.task.kind:
-        raise ValueError(f"{args.run_dir} is a {run.task.kind} model; {args.dataset} is a {task.kind} dataset")
     split = args.split or ("test" if "test" in dataset else "dev")
+    # Run.evaluate refuses a split of the other task or of other labels
     report = run.evaluate(dataset[split], no_positive=getattr(task, "no_positive", None))
     print(f"{args.dataset} {split}: {task.summary(report)}")
     if args.json:
@@ -133,9 +132,11 @@ def _cmd_explain(args):
     out = args.out or str(pathlib.Path(args.run_dir) / "explain.png")
     explain.plot_conv_maxima(result, out, question=args.question)
     top = sorted(zip(result["credit"].tolist(), result["tokens"]), reverse=True)[:5]
-    output = result["score"]
-    output = (f"score {output[0]:.4f}" if len(output) == 1 else  # a ranker's score, else a classifier's probabilities
-              "probabilities " + ", ".join(f"{name} {p:.3f}" for name, p in zip(run.label_names, output)))
+    values = result["score"]  # a ranker's one score, a classifier's probability per label
+    if len(values) == 1:
+        output = f"score {values[0]:.4f}"
+    else:
+        output = "probabilities " + ", ".join(f"{name} {p:.3f}" for name, p in zip(run.label_names, values))
     print(f"{output}; window {result['window']}: the words that win the most CNN maxima: "
           + ", ".join(f"{word} ({credit:.2f})" for credit, word in top if credit > 0))
     print(f"plot written to {out}")

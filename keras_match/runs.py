@@ -270,8 +270,8 @@ class Run:
         split_labels = getattr(split, "label_names", None)
         if isinstance(task, tasks.ClassificationTask):
             if split_labels is None:
-                raise ValueError(f"split {split.name!r} is a ranking split; this run is a classifier over "
-                                 f"{list(task.label_names)}")
+                raise ValueError(f"split {split.name!r} is a ranking split; this run is a classification model "
+                                 f"over {list(task.label_names)}")
             if tuple(split_labels) != task.label_names:
                 raise ValueError(f"split {split.name!r} has the labels {list(split_labels)}; this run classifies "
                                  f"into {list(task.label_names)} (same names, same order needed)")
