@@ -1,11 +1,13 @@
-"""Helpers shared by the benchmark loaders: argument checks, locating files, evaluation-set conventions."""
+"""Helpers shared by the benchmark loaders: argument checks, locating and reading files, evaluation-set
+conventions, and building the loaded dataset."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
-from keras_match.datasets.base import Split
+from keras_match.datasets.base import MatchingDataset, Split
+from keras_match.datasets.classification import ClassificationDataset, PairSplit
 from keras_match.datasets.paths import require_file, resolve_data_dir
 
 NO_POSITIVE = "no positive answer"
@@ -14,6 +16,9 @@ trec_eval would count it with average precision 0 if it stayed in the qrels)."""
 
 ONLY_POSITIVE = "only positive answers"
 """``Split.dropped`` reason: every candidate is relevant (any ranking is perfect)."""
+
+KEEP = {NO_POSITIVE: lambda q: q.has_positive, ONLY_POSITIVE: lambda q: q.has_negative}
+"""``Split.dropped`` reason -> the test a question must pass to be kept (see :func:`drop_questions`)."""
 
 
 def choose(kind: str, value, valid: Sequence[str], dataset: str) -> str:
@@ -36,6 +41,25 @@ def choose(kind: str, value, valid: Sequence[str], dataset: str) -> str:
     if value not in valid:
         raise ValueError(f"unknown {kind} {value!r} for dataset {dataset!r}; valid: {list(valid)}")
     return value
+
+
+def choose_options(dataset: str, variant, variants: Sequence, train_split, train_splits: Sequence) -> tuple:
+    """Validate a loader's ``variant``, then its ``train_split`` (see :func:`choose`).
+
+    Args:
+        dataset: the dataset name for the messages.
+        variant: the requested variant or ``None``.
+        variants: the valid variants, default first.
+        train_split: the requested training split or ``None``.
+        train_splits: the valid training splits, default first.
+
+    Returns:
+        ``(variant, train_split)``, each ``None`` replaced by its default.
+
+    Raises:
+        ValueError: unknown variant (checked first) or training split; the message lists the valid values.
+    """
+    return choose("variant", variant, variants, dataset), choose("train_split", train_split, train_splits, dataset)
 
 
 def locate(dataset: str, relative_files: Iterable[str], data_dir=None, download: bool = False) -> Path:
@@ -64,25 +88,115 @@ def locate(dataset: str, relative_files: Iterable[str], data_dir=None, download:
     return root
 
 
-def drop_no_positive(split: Split) -> Split:
-    """Drop the questions without a relevant candidate (reason :data:`NO_POSITIVE`).
+def file_paths(root: Path, files: Mapping[str, str]) -> dict[str, str]:
+    """The full paths of files given relative to the data directory, for ``metadata``.
+
+    Args:
+        root: the data directory.
+        files: key (split name, file name) -> path relative to ``root``.
+
+    Returns:
+        The same keys, in the same order -> ``str(root / relative)``.
+    """
+    return {key: str(root / relative) for key, relative in files.items()}
+
+
+def read_benchmark(
+    dataset: str, files: Mapping[str, str], read: Callable[[str, Path], tuple], data_dir=None, download: bool = False
+) -> tuple[Path, dict, dict]:
+    """Locate a benchmark's split files (see :func:`locate`), then read each one with a ``(split, facts)`` reader.
+
+    Args:
+        dataset: the dataset name.
+        files: split name -> file relative to the data directory; read in this order.
+        read: ``read(name, path) -> (split, facts)``, e.g. :func:`.sick.read_sick_split` (facts: the
+            relatedness scores of the split's pairs).
+        data_dir: explicit data directory or ``None`` (see :func:`.paths.resolve_data_dir`).
+        download: fetch the dataset's missing files first (see :func:`.download.download`).
+
+    Returns:
+        ``(root, splits, facts)``: the data directory, split name -> split and split name -> its facts, both
+        in ``files`` order.
+
+    Raises:
+        FileNotFoundError: a split file is missing (checked before any is read).
+        keras_match.datasets.download.DownloadError: downloading failed.
+        keras_match.datasets.base.DataFormatError: a file is malformed (raised by ``read``; it names the file,
+            the line and the field).
+    """
+    root = locate(dataset, files.values(), data_dir, download)
+    splits, facts = {}, {}
+    for name, relative in files.items():
+        splits[name], facts[name] = read(name, root / relative)
+    return root, splits, facts
+
+
+def drop_questions(split: Split, *reasons: str) -> Split:
+    """Drop the questions an evaluation convention excludes, one reason after the other.
 
     Args:
         split: the split.
+        *reasons: keys of :data:`KEEP`: :data:`NO_POSITIVE` (questions without a relevant candidate),
+            :data:`ONLY_POSITIVE` (questions whose candidates are all relevant). Each applies to the questions
+            the previous ones kept.
 
     Returns:
-        A new split without those questions; ``dropped`` counts them.
+        A new split without those questions; ``dropped`` counts them by reason (reasons that drop nothing are
+        not listed).
+
+    Raises:
+        KeyError: a reason is not a key of :data:`KEEP`.
     """
-    return split.filter(lambda q: q.has_positive, NO_POSITIVE)
+    for reason in reasons:
+        split = split.filter(KEEP[reason], reason)
+    return split
 
 
-def drop_only_positive(split: Split) -> Split:
-    """Drop the questions whose candidates are all relevant (reason :data:`ONLY_POSITIVE`).
+def ranking_dataset(
+    dataset: str, splits: dict[str, Split], variant: str | None, root: Path, **metadata
+) -> MatchingDataset:
+    """A loaded answer-selection benchmark.
 
     Args:
-        split: the split.
+        dataset: the dataset name.
+        splits: split name -> :class:`~.base.Split`.
+        variant: the variant loaded.
+        root: the data directory the files were read from.
+        **metadata: the loader's own facts (qrels paths, evaluation convention, ...).
 
     Returns:
-        A new split without those questions; ``dropped`` counts them.
+        The :class:`~.base.MatchingDataset`; its ``metadata`` is ``data_dir`` (``str(root)``), then
+        ``metadata`` in the order given.
     """
-    return split.filter(lambda q: q.has_negative, ONLY_POSITIVE)
+    return MatchingDataset(dataset, splits, variant=variant, metadata={"data_dir": str(root), **metadata})
+
+
+def classification_dataset(
+    dataset: str,
+    splits: dict[str, PairSplit],
+    label_names: Sequence[str],
+    variant: str | None,
+    root: Path,
+    files: Mapping[str, str],
+    **metadata,
+) -> ClassificationDataset:
+    """A loaded sentence-pair classification benchmark.
+
+    Args:
+        dataset: the dataset name.
+        splits: split name -> :class:`~.classification.PairSplit`.
+        label_names: the class names, index order.
+        variant: the variant loaded.
+        root: the data directory the files were read from.
+        files: the files read (split or file name -> path relative to ``root``).
+        **metadata: the loader's own facts (evaluation convention, ...).
+
+    Returns:
+        The :class:`~.classification.ClassificationDataset`; its ``metadata`` is ``data_dir`` (``str(root)``),
+        ``files`` (the same keys -> full paths, see :func:`file_paths`), then ``metadata`` in the order given.
+
+    Raises:
+        ValueError: a split's ``label_names`` differ from ``label_names``.
+    """
+    metadata = {"data_dir": str(root), "files": file_paths(root, files), **metadata}
+    return ClassificationDataset(dataset, splits, label_names, variant=variant, metadata=metadata)

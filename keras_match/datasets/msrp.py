@@ -27,15 +27,9 @@ from __future__ import annotations
 
 from keras_match.datasets.base import DataFormatError
 from keras_match.datasets.classification import (
-    ClassificationDataset,
-    PairSplit,
-    integer,
-    label_index,
-    pair_split,
-    read_tsv,
-    sentence,
+    ClassificationDataset, PairSplit, integer, label_index, pair_split, read_tsv, sentence
 )
-from keras_match.datasets.common import choose, locate
+from keras_match.datasets.common import choose_options, classification_dataset, locate
 
 NAME = "msrp"
 VARIANTS = (None,)
@@ -53,6 +47,9 @@ DEV_PAIRS = 400
 """How many pairs, taken from the end of the train file, form the dev split."""
 
 COLUMNS = ("Quality", "#1 ID", "#2 ID", "#1 String", "#2 String")
+
+EVALUATION = "accuracy and F1 (positive class: paraphrase) on the official test set (1,725 pairs)"
+"""The reporting convention, in words (``metadata["evaluation"]``)."""
 
 
 def split_files() -> dict[str, str]:
@@ -141,8 +138,7 @@ def load(variant=None, data_dir=None, *, train_split=None, download=False) -> Cl
 
     Args:
         variant: ``None`` (the only choice).
-        data_dir: the data directory; default ``$KERAS_MATCH_DATA``, else the user cache
-            (see :func:`keras_match.datasets.resolve_data_dir`).
+        data_dir: the data directory, or ``None`` for the default (see :func:`keras_match.datasets.resolve_data_dir`).
         train_split: ``None`` or ``"train"`` (the only one).
         download: fetch missing files first (the gzip'd corpus files have no public origin: this needs
             ``$KERAS_MATCH_DATA_URL`` or a mirror, see :func:`keras_match.datasets.download.download`).
@@ -160,22 +156,13 @@ def load(variant=None, data_dir=None, *, train_split=None, download=False) -> Cl
             or fewer.
         keras_match.datasets.download.DownloadError: ``download=True`` and fetching failed.
     """
-    variant = choose("variant", variant, VARIANTS, NAME)
-    choose("train_split", train_split, TRAIN_SPLITS, NAME)
+    variant, _ = choose_options(NAME, variant, VARIANTS, train_split, TRAIN_SPLITS)
     files = split_files()
     root = locate(NAME, files.values(), data_dir, download)
     full_train, lines = read_msrp_file("train", root / files["train"])
     train, dev, description = hold_out_dev(full_train, lines)
     test, _ = read_msrp_file("test", root / files["test"])
-    return ClassificationDataset(
-        NAME,
-        {"train": train, "dev": dev, "test": test},
-        LABEL_NAMES,
-        variant=variant,
-        metadata={
-            "data_dir": str(root),
-            "files": {name: str(root / relative) for name, relative in files.items()},
-            "dev": description,
-            "evaluation": "accuracy and F1 (positive class: paraphrase) on the official test set (1,725 pairs)",
-        },
+    splits = {"train": train, "dev": dev, "test": test}
+    return classification_dataset(
+        NAME, splits, LABEL_NAMES, variant, root, files, dev=description, evaluation=EVALUATION
     )

@@ -19,7 +19,7 @@ relevance, column ``binary_label``). The original 3-way label of every comment i
 from __future__ import annotations
 
 from keras_match.datasets.base import DataFormatError, MatchingDataset, Split
-from keras_match.datasets.common import choose, drop_no_positive, locate
+from keras_match.datasets.common import NO_POSITIVE, choose_options, drop_questions, ranking_dataset, read_benchmark
 from keras_match.datasets.reader import group_questions, read_records
 
 NAME = "semeval2016"
@@ -93,8 +93,7 @@ def load(variant=None, data_dir=None, *, train_split=None, download=False) -> Ma
 
     Args:
         variant: ``"official"`` (default) or ``"filtered"``.
-        data_dir: the data directory; default ``$KERAS_MATCH_DATA``, else the user cache
-            (see :func:`keras_match.datasets.resolve_data_dir`).
+        data_dir: the data directory, or ``None`` for the default (see :func:`keras_match.datasets.resolve_data_dir`).
         train_split: ``None`` or ``"train-part2"`` (the only one).
         download: fetch missing files first (needs ``$KERAS_MATCH_DATA_URL`` or a mirror, see
             :func:`keras_match.datasets.download.download`).
@@ -108,32 +107,27 @@ def load(variant=None, data_dir=None, *, train_split=None, download=False) -> Ma
     Raises:
         ValueError: unknown variant or training split.
         FileNotFoundError: a data file is missing.
-        keras_match.datasets.base.DataFormatError: a data file is malformed.
+        keras_match.datasets.base.DataFormatError: a data file is malformed, has an unknown 3-way label, or a
+            ``binary_label`` that disagrees with the 3-way label (see :func:`read_semeval_split`).
     """
-    variant = choose("variant", variant, VARIANTS, NAME)
-    choose("train_split", train_split, TRAIN_SPLITS, NAME)
+    variant, _ = choose_options(NAME, variant, VARIANTS, train_split, TRAIN_SPLITS)
     files = split_files()
-    root = locate(NAME, files.values(), data_dir, download)
-    splits, labels = {}, {}
-    for name, relative in files.items():
-        splits[name], labels[name] = read_semeval_split(name, root / relative)
+    root, splits, labels = read_benchmark(NAME, files, read_semeval_split, data_dir, download)
     if variant == "filtered":
-        splits["dev"] = drop_no_positive(splits["dev"])
-    return MatchingDataset(
+        splits["dev"] = drop_questions(splits["dev"], NO_POSITIVE)
+    return ranking_dataset(
         NAME,
         splits,
-        variant=variant,
-        metadata={
-            "data_dir": str(root),
-            "qrels": {name: str(root / relative.replace(".tsv", ".qrels")) for name, relative in files.items()},
-            "labels": labels,
-            "no_positive": {name: sum(not q.has_positive for q in split) for name, split in splits.items()},
-            # how keras_match.metrics.evaluate_ranking must treat questions without a Good comment
-            "no_positive_rule": "zero" if variant == "official" else "skip",
-            "evaluation": (
-                "official scorer: MAP over all dev questions, average precision 0 without a Good comment"
-                if variant == "official"
-                else "trec_eval: dev questions without a Good comment dropped"
-            ),
-        },
+        variant,
+        root,
+        qrels={name: str(root / relative.replace(".tsv", ".qrels")) for name, relative in files.items()},
+        labels=labels,
+        no_positive={name: sum(not q.has_positive for q in split) for name, split in splits.items()},
+        # how keras_match.metrics.evaluate_ranking must treat questions without a Good comment
+        no_positive_rule="zero" if variant == "official" else "skip",
+        evaluation=(
+            "official scorer: MAP over all dev questions, average precision 0 without a Good comment"
+            if variant == "official"
+            else "trec_eval: dev questions without a Good comment dropped"
+        ),
     )

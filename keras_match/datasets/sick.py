@@ -31,15 +31,9 @@ import numpy as np
 
 from keras_match.datasets.base import DataFormatError
 from keras_match.datasets.classification import (
-    ClassificationDataset,
-    PairSplit,
-    integer,
-    label_index,
-    pair_split,
-    read_tsv,
-    sentence,
+    ClassificationDataset, PairSplit, integer, label_index, pair_split, read_tsv, sentence
 )
-from keras_match.datasets.common import choose, locate
+from keras_match.datasets.common import choose_options, classification_dataset, read_benchmark
 
 NAME = "sick"
 VARIANTS = (None,)
@@ -56,6 +50,9 @@ LABELS = {"ENTAILMENT": 0, "NEUTRAL": 1, "CONTRADICTION": 2}
 DIRECTORY = "sick/semeval2014_task1"
 
 COLUMNS = ("pair_ID", "sentence_A", "sentence_B", "relatedness_score", "entailment_judgment")
+
+EVALUATION = "accuracy on the SemEval-2014 Task 1 test set (4,927 pairs); dev = the trial set"
+"""The reporting convention, in words (``metadata["evaluation"]``)."""
 
 
 def split_files() -> dict[str, str]:
@@ -116,8 +113,7 @@ def load(variant=None, data_dir=None, *, train_split=None, download=False) -> Cl
 
     Args:
         variant: ``None`` (the only choice).
-        data_dir: the data directory; default ``$KERAS_MATCH_DATA``, else the user cache
-            (see :func:`keras_match.datasets.resolve_data_dir`).
+        data_dir: the data directory, or ``None`` for the default (see :func:`keras_match.datasets.resolve_data_dir`).
         train_split: ``None`` or ``"train"`` (the only one).
         download: fetch missing files first, by default from the files' public GitHub copy
             (see :func:`keras_match.datasets.download.download`).
@@ -133,22 +129,9 @@ def load(variant=None, data_dir=None, *, train_split=None, download=False) -> Cl
         keras_match.datasets.base.DataFormatError: a data file is malformed.
         keras_match.datasets.download.DownloadError: ``download=True`` and fetching failed.
     """
-    variant = choose("variant", variant, VARIANTS, NAME)
-    choose("train_split", train_split, TRAIN_SPLITS, NAME)
+    variant, _ = choose_options(NAME, variant, VARIANTS, train_split, TRAIN_SPLITS)
     files = split_files()
-    root = locate(NAME, files.values(), data_dir, download)
-    splits, relatedness = {}, {}
-    for name, relative in files.items():
-        splits[name], relatedness[name] = read_sick_split(name, root / relative)
-    return ClassificationDataset(
-        NAME,
-        splits,
-        LABEL_NAMES,
-        variant=variant,
-        metadata={
-            "data_dir": str(root),
-            "files": {name: str(root / relative) for name, relative in files.items()},
-            "relatedness": relatedness,
-            "evaluation": "accuracy on the SemEval-2014 Task 1 test set (4,927 pairs); dev = the trial set",
-        },
+    root, splits, relatedness = read_benchmark(NAME, files, read_sick_split, data_dir, download)
+    return classification_dataset(
+        NAME, splits, LABEL_NAMES, variant, root, files, relatedness=relatedness, evaluation=EVALUATION
     )

@@ -29,7 +29,7 @@ Counts (of 10,000 rows per file): dev 9,842 pairs (3,329 entailment / 3,235 neut
 from __future__ import annotations
 
 from keras_match.datasets.classification import ClassificationDataset, PairSplit, label_index, pair_split, sentence
-from keras_match.datasets.common import choose, locate
+from keras_match.datasets.common import choose, classification_dataset, locate
 from keras_match.datasets.reader import read_records
 
 NAME = "snli"
@@ -50,6 +50,9 @@ NO_GOLD_LABEL = "no gold label"
 
 KEYS = {"id": "pairID", "label": "gold_label", "first": "sentence1", "second": "sentence2"}
 """Name used here -> JSON key."""
+
+EVALUATION = "accuracy on the test pairs with a gold label (9,824); no training split"
+"""The reporting convention, in words (``metadata["evaluation"]``)."""
 
 
 def split_files() -> dict[str, str]:
@@ -104,8 +107,7 @@ def load(variant=None, data_dir=None, *, train_split=None, download=False) -> Cl
 
     Args:
         variant: ``None`` (the only choice).
-        data_dir: the data directory; default ``$KERAS_MATCH_DATA``, else the user cache
-            (see :func:`keras_match.datasets.resolve_data_dir`).
+        data_dir: the data directory, or ``None`` for the default (see :func:`keras_match.datasets.resolve_data_dir`).
         train_split: must be ``None``: SNLI has no training split here.
         download: fetch missing files first, by default from the files' public GitHub copy
             (see :func:`keras_match.datasets.download.download`).
@@ -130,14 +132,4 @@ def load(variant=None, data_dir=None, *, train_split=None, download=False) -> Cl
     files = split_files()
     root = locate(NAME, files.values(), data_dir, download)
     splits = {name: read_snli_split(name, root / relative) for name, relative in files.items()}
-    return ClassificationDataset(
-        NAME,
-        splits,
-        LABEL_NAMES,
-        variant=variant,
-        metadata={
-            "data_dir": str(root),
-            "files": {name: str(root / relative) for name, relative in files.items()},
-            "evaluation": "accuracy on the test pairs with a gold label (9,824); no training split",
-        },
-    )
+    return classification_dataset(NAME, splits, LABEL_NAMES, variant, root, files, evaluation=EVALUATION)

@@ -21,7 +21,7 @@ to the kept questions to reproduce this loader's figures with trec_eval.
 from __future__ import annotations
 
 from keras_match.datasets.base import MatchingDataset
-from keras_match.datasets.common import choose, drop_no_positive, locate
+from keras_match.datasets.common import NO_POSITIVE, choose, choose_options, drop_questions, locate, ranking_dataset
 from keras_match.datasets.reader import read_split
 
 NAME = "trecqa"
@@ -32,16 +32,27 @@ TRAIN_SPLITS = {"train-all": "train-all.tsv.gz", "train": "train.tsv"}
 """Training files by ``train_split`` name; the first is the default."""
 
 
-def _variant_and_train_split(variant, train_split):
-    """Accept the training-set names as variants too: ``variant="train"`` means the TRAIN training set with
-    the clean dev/test files (``"train-all"`` likewise); naming the training set twice differently is an error."""
+def _variant_and_train_split(variant, train_split) -> tuple[str, str]:
+    """Validate ``variant`` and ``train_split``, accepting the training-set names as variants too:
+    ``variant="train"`` means the TRAIN training set with the clean dev/test files (``"train-all"`` likewise).
+
+    Args:
+        variant: ``None``, a variant, or a training-set name.
+        train_split: ``None`` or a training-set name.
+
+    Returns:
+        ``(variant, train_split)``, defaults filled in (see :func:`.common.choose_options`).
+
+    Raises:
+        ValueError: the training set is named twice, differently; unknown variant or training split.
+    """
     if variant in TRAIN_SPLITS:
         if train_split is not None and train_split != variant:
             raise ValueError(
                 f"trecqa: variant {variant!r} names the training set, which conflicts with train_split={train_split!r}"
             )
-        return None, variant
-    return variant, train_split
+        variant, train_split = None, variant
+    return choose_options(NAME, variant, VARIANTS, train_split, tuple(TRAIN_SPLITS))
 
 COLUMNS = {name: name for name in ("qid", "aid", "question", "answer", "label")}
 
@@ -61,8 +72,6 @@ def split_files(variant=None, train_split=None) -> dict[str, str]:
         ValueError: unknown variant or training split.
     """
     variant, train_split = _variant_and_train_split(variant, train_split)
-    variant = choose("variant", variant, VARIANTS, NAME)
-    train_split = choose("train_split", train_split, tuple(TRAIN_SPLITS), NAME)
     return {
         "train": f"trecqa/tsv/{TRAIN_SPLITS[train_split]}",
         "dev": f"trecqa/tsv/{variant}-dev.tsv",
@@ -87,8 +96,7 @@ def load(variant=None, data_dir=None, *, train_split=None, no_positive="skip", d
     Args:
         variant: ``"clean"`` (default) or ``"raw"`` dev/test files; ``"train"`` or ``"train-all"`` name the
             training set instead (with the clean dev/test files).
-        data_dir: the data directory; default ``$KERAS_MATCH_DATA``, else the user cache
-            (see :func:`keras_match.datasets.resolve_data_dir`).
+        data_dir: the data directory, or ``None`` for the default (see :func:`keras_match.datasets.resolve_data_dir`).
         train_split: ``"train-all"`` (default, TRAIN-ALL) or ``"train"`` (the small manually checked TRAIN).
         no_positive: raw dev/test questions without a relevant answer: ``"skip"`` (default, dropped) or
             ``"zero"`` (kept, scored 0: trec_eval's figure; ``metadata["no_positive_rule"]`` says which).
@@ -105,15 +113,13 @@ def load(variant=None, data_dir=None, *, train_split=None, no_positive="skip", d
         keras_match.datasets.base.DataFormatError: a data file is malformed.
     """
     variant, train_split = _variant_and_train_split(variant, train_split)
-    variant = choose("variant", variant, VARIANTS, NAME)
-    train_split = choose("train_split", train_split, tuple(TRAIN_SPLITS), NAME)
     no_positive = choose("no_positive", no_positive, NO_POSITIVE_RULES, NAME)
     files = split_files(variant, train_split)
     root = locate(NAME, files.values(), data_dir, download)
     splits = {name: read_split(name, root / relative, COLUMNS) for name, relative in files.items()}
     if variant == "raw" and no_positive == "skip":
-        splits["dev"] = drop_no_positive(splits["dev"])
-        splits["test"] = drop_no_positive(splits["test"])
+        for name in ("dev", "test"):
+            splits[name] = drop_questions(splits[name], NO_POSITIVE)
     qrels = {name: str(root / "trecqa" / "qrels" / f"{_stem(relative)}.qrels") for name, relative in files.items()}
     evaluation = (
         "clean dev/test as shipped"
@@ -123,17 +129,15 @@ def load(variant=None, data_dir=None, *, train_split=None, no_positive="skip", d
         if no_positive == "skip"
         else "raw dev/test, every question; those lacking a relevant answer score 0 (trec_eval on the full qrels)"
     )
-    return MatchingDataset(
+    return ranking_dataset(
         NAME,
         splits,
-        variant=variant,
-        metadata={
-            "data_dir": str(root),
-            "train_split": train_split,
-            "qrels": qrels,
-            "evaluation": evaluation,
-            "no_positive_rule": "zero" if variant == "raw" and no_positive == "zero" else "skip",
-        },
+        variant,
+        root,
+        train_split=train_split,
+        qrels=qrels,
+        evaluation=evaluation,
+        no_positive_rule="zero" if variant == "raw" and no_positive == "zero" else "skip",
     )
 
 

@@ -17,7 +17,15 @@ filtering) and ``Candidate.aid`` is the 0-based index of the sentence within its
 from __future__ import annotations
 
 from keras_match.datasets.base import MatchingDataset, Split
-from keras_match.datasets.common import choose, drop_no_positive, drop_only_positive, locate
+from keras_match.datasets.common import (
+    NO_POSITIVE,
+    ONLY_POSITIVE,
+    choose_options,
+    drop_questions,
+    file_paths,
+    ranking_dataset,
+    read_benchmark,
+)
 from keras_match.datasets.reader import group_questions, read_records
 
 NAME = "wikiqa"
@@ -40,6 +48,9 @@ QRELS = {
     "answered": {split: f"wikiqa/WikiQA-{split}.ref" for split in ("train", "dev", "test")},
 }
 """The qrels files of each variant (the unfiltered ones also list the questions a variant drops)."""
+
+DROPPED = {"filtered": (NO_POSITIVE, ONLY_POSITIVE), "answered": (NO_POSITIVE,)}
+"""The dev/test questions each variant drops, by ``Split.dropped`` reason, in the order they are dropped."""
 
 EVALUATION = {
     "filtered": "dev/test: questions with at least one correct and one incorrect sentence (the *-filtered.ref subset)",
@@ -90,8 +101,7 @@ def load(variant=None, data_dir=None, *, train_split=None, download=False) -> Ma
 
     Args:
         variant: ``None`` or ``"filtered"`` (the default), or ``"answered"``.
-        data_dir: the data directory; default ``$KERAS_MATCH_DATA``, else the user cache
-            (see :func:`keras_match.datasets.resolve_data_dir`).
+        data_dir: the data directory, or ``None`` for the default (see :func:`keras_match.datasets.resolve_data_dir`).
         train_split: ``None`` or ``"train"`` (the only one).
         download: fetch missing files first, by default from the corpus' public GitHub copies
             (see :func:`keras_match.datasets.download.download`).
@@ -106,26 +116,16 @@ def load(variant=None, data_dir=None, *, train_split=None, download=False) -> Ma
         FileNotFoundError: a data file is missing.
         keras_match.datasets.base.DataFormatError: a data file is malformed.
     """
-    variant = choose("variant", variant, VARIANTS, NAME)
-    choose("train_split", train_split, TRAIN_SPLITS, NAME)
-    files = split_files()
-    root = locate(NAME, files.values(), data_dir, download)
-    splits, question_ids = {}, {}
-    for name, relative in files.items():
-        split, question_ids[name] = read_wikiqa_split(name, root / relative)
-        if name != "train":
-            split = drop_no_positive(split)
-            if variant == "filtered":
-                split = drop_only_positive(split)
-        splits[name] = split
-    return MatchingDataset(
+    variant, _ = choose_options(NAME, variant, VARIANTS, train_split, TRAIN_SPLITS)
+    root, splits, question_ids = read_benchmark(NAME, split_files(), read_wikiqa_split, data_dir, download)
+    for name in ("dev", "test"):
+        splits[name] = drop_questions(splits[name], *DROPPED[variant])
+    return ranking_dataset(
         NAME,
         splits,
-        variant=variant,
-        metadata={
-            "data_dir": str(root),
-            "qrels": {name: str(root / relative) for name, relative in QRELS[variant].items()},
-            "question_ids": question_ids,
-            "evaluation": EVALUATION[variant],
-        },
+        variant,
+        root,
+        qrels=file_paths(root, QRELS[variant]),
+        question_ids=question_ids,
+        evaluation=EVALUATION[variant],
     )
