@@ -68,29 +68,24 @@ def build_run(run_dir, data_dir, vectors=None, max_vocabulary=None):
     """The run to export: a trained run directory, or mcan_fm with random weights: with `vectors`, its zoo preset
     with those frozen vectors and the vocabulary `keras-match train` gives it (the TRAIN-ALL words, then the
     vector file's words, `max_vocabulary` of them); without, the paper's sizes and a TRAIN-ALL vocabulary."""
-    from keras_match import tasks, text, training, zoo
-    from keras_match.datasets.catalog import load_by_name
-    from keras_match.vectors import load_vectors
+    from keras_match import runs, zoo
+    from keras_match.recipe import Recipe
 
     if run_dir:
-        return training.load_run(run_dir), f"run {run_dir}"
-    dataset = load_by_name("trecqa-clean", data_dir=data_dir)
-    task = tasks.task_for(dataset)
-    examples = task.examples(dataset["train"])
-    if vectors:
-        source = load_vectors(vectors)
-        preset = zoo.resolve("mcan_fm", max_vocabulary=max_vocabulary)
-        preprocessor = training.build_preprocessor(examples, preset, source)
-        embeddings, _ = text.load_embeddings(source, preprocessor.encoder)
+        return runs.load_run(run_dir), f"run {run_dir}"
+    if vectors:  # as `keras-match train` prepares it (the recipe), without the training
+        recipe = Recipe.prepare("mcan_fm", "trecqa-clean", data_dir=data_dir, embeddings=vectors,
+                                max_vocabulary=max_vocabulary)
+        preprocessor = recipe.preprocessor()
+        model, _ = recipe.model(preprocessor)
         description = (f"mcan_fm zoo preset, random weights, vectors {vectors}, max_vocabulary {max_vocabulary} "
                        f"({preprocessor.vocab_size} ids)")
-    else:
-        preset = zoo.resolve("mcan_fm", max_vocabulary=0)
-        preprocessor = training.build_preprocessor(examples, preset)
-        embeddings = None
+    else:  # the paper's sizes with random (frozen) embeddings over the training words
+        recipe = Recipe.prepare("mcan_fm", "trecqa-clean", data_dir=data_dir, embeddings=None, max_vocabulary=0)
+        preprocessor = recipe.preprocessor()
+        model = zoo.build(recipe.settings, **preprocessor.model_arguments())
         description = f"mcan_fm paper settings, random weights, TrecQA train-all vocabulary ({preprocessor.vocab_size} ids)"
-    model = zoo.build(preset, vocab_size=preprocessor.vocab_size, embeddings=embeddings)
-    return training.Run(model=model, preprocessor=preprocessor, config={"zoo": "mcan_fm"}), description
+    return runs.Run(model=model, preprocessor=preprocessor, config={"zoo": "mcan_fm"}), description
 
 
 def main(argv=None):
@@ -112,7 +107,7 @@ def main(argv=None):
     import onnxruntime
     import tensorflow as tf
 
-    from keras_match import export, pipeline, preprocessing
+    from keras_match import export, pipeline
     from keras_match.datasets.catalog import load_by_name
 
     load_average = os.getloadavg()
@@ -144,11 +139,9 @@ def main(argv=None):
         rank = loaded.signatures["rank"]
         text_sig = loaded.signatures["serving_default"]
         session = onnxruntime.InferenceSession(str(converted.path), providers=["CPUExecutionProvider"])
-        lq, la = run.max_question_length, run.max_answer_length
-
         def ids_of(questions, answers):
             ids = pipeline.encode(run.preprocessor, {"question": questions, "answer": answers})
-            return {k: np.asarray(v) for k, v in preprocessing.trim_padding(ids).items()}
+            return {k: np.asarray(v) for k, v in run.preprocessor.trim_padding(ids).items()}
 
         group_ids = [ids_of([q] * len(a), a) for q, a in groups]
         batch_ids = [ids_of(q, a) for q, a in batches]

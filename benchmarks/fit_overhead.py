@@ -1,8 +1,9 @@
 """What Keras' fit loop costs beyond the training steps, for one zoo entry on real TrecQA TRAIN-ALL; prints JSON.
 
-Milliseconds per step of `--steps` pointwise, length-bucketed batches: `train_on_batch` on batches already in
-memory, `fit` on the training pipeline (`keras_match.pipeline.training_dataset`), and `fit` on the same batches
-already in memory (so the difference of the last two is the input pipeline's share). No callbacks.
+Milliseconds per step of `--steps` length-bucketed batches of the entry's loss mode (pointwise for the papers'
+presets), made as training makes them (`keras_match.recipe.Recipe.batches`): `train_on_batch` on batches already
+in memory, `fit` on the training pipeline, and `fit` on the same batches already in memory (so the difference of
+the last two is the input pipeline's share). No callbacks.
 
     KERAS_MATCH_DATA=../shared/data python benchmarks/fit_overhead.py mcan_fm --steps 120
 """
@@ -23,24 +24,23 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
 
+    import math
+
     import tensorflow as tf
 
-    from keras_match import pipeline, tasks, text, training, vectors, zoo
-    from keras_match.datasets.catalog import load_by_name
+    from keras_match.recipe import Recipe
 
-    dataset = load_by_name("trecqa-clean")
-    task = tasks.task_for(dataset)
-    examples = task.examples(dataset["train"])
-    preset, mode = training._resolve_preset(args.name, task, None, None, {"max_vocabulary": 0})
-    source = vectors.load_vectors(training.default_embeddings_path())
-    preprocessor = training.build_preprocessor(examples, preset, source)
-    embeddings, _ = text.load_embeddings(source, preprocessor.encoder)
-    model = zoo.build(preset, vocab_size=preprocessor.vocab_size, embeddings=embeddings,
-                      num_features=preprocessor.num_features)
-    fit_model = training._compile_for_mode(model, preset, mode)
-    inputs = pipeline.encode(preprocessor, examples.texts)
-    data = pipeline.training_dataset(inputs, examples, mode, preset["training"]["batch_size"], args.seed,
-                                     bucketing=True)
+    # the entry prepared as `keras-match train` prepares it (the vocabulary: the training words only)
+    recipe = Recipe.prepare(args.name, "trecqa-clean", seed=args.seed, max_vocabulary=0)
+    preprocessor = recipe.preprocessor()
+    model, _ = recipe.model(preprocessor)
+    fit_model = recipe.compile(model)
+    inputs = recipe.encode(preprocessor, recipe.train_examples)
+    bucketed = recipe.with_settings(bucketing=True)
+    per_epoch = recipe.batches(preprocessor, inputs, recipe.train_examples, epochs=1,
+                               settings=bucketed).steps_per_epoch
+    epochs = max(1, math.ceil((args.steps + args.warmup) / per_epoch))
+    data = recipe.batches(preprocessor, inputs, recipe.train_examples, epochs=epochs, settings=bucketed).dataset
     n, w = args.steps, args.warmup
     batches = list(data.take(n + w))
     for x, y in batches[:w]:

@@ -4,13 +4,13 @@ The paper reports CTRN at about QRNN's cost (about +10 s per TRAIN-ALL epoch) an
 (Tay et al. 2018, "Runtime Comparison", Figure 3). This script measures one training step (forward + backward +
 Adam update, `model.train_on_batch`) at batch 256 and d = 512 filters / units, on token-id batches whose lengths
 are those of real TrecQA TRAIN-ALL pairs (tokenized, truncated to 40 / 60 tokens like the zoo presets, each
-batch trimmed to its longest text as `keras_match.training` does). Every model is the same
-`keras_match.models.ctrn` matching model (300d frozen embeddings, projection, encoder, temporal mean pooling,
-one dense layer of 128, softmax); only the encoder differs:
+batch trimmed to its longest text as training does). Every model is the same `keras_match.models.ctrn` matching
+model (300d frozen embeddings, projection, encoder, temporal mean pooling, one dense layer of 128, softmax); only
+the encoder differs:
 
 - `qrnn`: `build_qrnn_matcher` (siamese `QRNN`, each text on its own);
 - `ctrn`: `build_ctrn` (`CTRN`, both alignments);
-- `lstm`: a siamese `keras.layers.LSTM(d, return_sequences=True)` in the same model.
+- `lstm`: a siamese `keras.layers.LSTM(d, return_sequences=True)` in the same model (`build_recurrent_matcher`).
 
 Models are timed in interleaved rounds (one step of each model per round, the same batch for all), so a load
 change on the machine affects them alike; the median over rounds is reported, with the ratios the issue targets
@@ -40,7 +40,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from keras_match import datasets, text  # noqa: E402
-from keras_match.models.ctrn import _matching_model, build_ctrn, build_qrnn_matcher  # noqa: E402
+from keras_match.models.ctrn import build_ctrn, build_qrnn_matcher, build_recurrent_matcher  # noqa: E402
 
 MAX_QUESTION_LENGTH, MAX_ANSWER_LENGTH = 40, 60
 
@@ -74,7 +74,7 @@ def build_lstm_matcher(vocab_size, embedding_dim, units, **kwargs):
         lstm = keras.layers.LSTM(units, return_sequences=True, kernel_regularizer=regularizer, name="siamese_lstm")
         return lstm(q), lstm(a)
 
-    return _matching_model(encode, vocab_size=vocab_size, embedding_dim=embedding_dim, name="lstm", **kwargs)
+    return build_recurrent_matcher(encode, vocab_size=vocab_size, embedding_dim=embedding_dim, name="lstm", **kwargs)
 
 
 def main(argv=None):
@@ -165,7 +165,7 @@ def keras_match_default_ctrn():
     """The model key of the CTRN layer's default alignment."""
     import inspect
 
-    from keras_match.layers import CTRN
+    from keras_match.models.ctrn import CTRN
 
     return "ctrn_" + inspect.signature(CTRN).parameters["alignment"].default
 

@@ -158,14 +158,11 @@ def settings(args):
 
     if args.config and len(args.names) != 1:
         raise SystemExit("--config: give one zoo entry (a best.json configures one)")
-    overrides, epochs = {}, args.epochs
+    overrides = {}
     for name in args.names:
         one = argparse.Namespace(name=name, config=args.config, set=args.set, epochs=args.epochs, batch_size=None)
-        overrides.update(cli._settings(one))  # moves epochs / batch_size onto `one`
-        epochs = one.epochs
-        if one.batch_size is not None:  # a setting here, not an option of this script
-            overrides["batch_size"] = one.batch_size
-    return overrides, epochs
+        overrides.update(cli.command_settings(one))
+    return overrides, overrides.pop("epochs", None)
 
 
 def transfer_splits(names):
@@ -191,10 +188,11 @@ def transfer_figures(run_dir, splits):
     """The finished run's figures on each transfer split, as it was trained (nothing refitted): MAP / MRR / P@1
     for a ranking set, accuracy / macro F1 for a classification set (a classifier scored on another set with
     the same labels, SICK to SNLI say)."""
-    from keras_match import training
+    from keras_match import tasks, training
 
     run = training.load_run(run_dir)
-    return {name: {k: v for k, v in run.evaluate(split, no_positive=rule).items() if k in run.task.figures}
+    return {name: {k: v for k, v in run.evaluate(split, task=None if rule is None else tasks.RankingTask(rule)).items()
+                   if k in run.task.figures}
             for name, (split, rule) in splits.items()}
 
 

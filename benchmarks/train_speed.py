@@ -46,29 +46,30 @@ import time
 
 def measure(name, data_dir, rounds, steps, warmup, seed, loss=None, dataset_name="trecqa-clean",
             saved_model=False, serve_batch=256):
+    import math
+
     import keras
     import numpy as np
 
-    from keras_match import heads, losses, pipeline, tasks, text, training, zoo
-    from keras_match.datasets.catalog import load_by_name
-    from keras_match.vectors import load_vectors
+    from keras_match import pipeline, runs
+    from keras_match.recipe import Recipe
 
     keras.utils.set_random_seed(seed)
-    dataset = load_by_name(dataset_name, data_dir=data_dir)
-    task = tasks.task_for(dataset)
-    preset, mode = training._resolve_preset(name, task, None, None, {"loss": loss} if loss else {})
-    settings = preset["training"]
-    examples = task.examples(dataset["train"])
-    vectors = load_vectors(training.default_embeddings_path(data_dir))
-    preprocessor = training.build_preprocessor(examples, preset, vectors)
-    embeddings, _ = training.pretrained_embeddings(preset, preprocessor, vectors, seed)
-    model = training.build_model(preset, preprocessor, embeddings)
-    fit_model = training._compile_for_mode(model, preset, mode)
-    inputs = pipeline.encode(preprocessor, examples.texts)
+    # the entry prepared as `keras-match train` prepares it: settings, data, vectors, preprocessor, model
+    recipe = Recipe.prepare(name, dataset_name, data_dir=data_dir, seed=seed, **({"loss": loss} if loss else {}))
+    dataset, task, mode, settings = recipe.dataset, recipe.task, recipe.mode, recipe.settings.training
+    examples = recipe.train_examples
+    preprocessor = recipe.preprocessor()
+    model, _ = recipe.model(preprocessor)
+    fit_model = recipe.compile(model)
+    inputs = recipe.encode(preprocessor, examples)
 
     def batches(bucketing):
-        data = pipeline.training_dataset(inputs, examples, mode, settings["batch_size"], seed, bucketing=bucketing,
-                                         list_size=settings.get("list_size"))
+        kind = recipe.with_settings(bucketing=bucketing)
+        # enough epochs of the loss mode's batches for the warm-up and the timed steps (repeated if need be)
+        per_epoch = recipe.batches(preprocessor, inputs, examples, epochs=1, settings=kind).steps_per_epoch
+        epochs = max(1, math.ceil((warmup + rounds * steps) / per_epoch))
+        data = recipe.batches(preprocessor, inputs, examples, epochs=epochs, settings=kind).dataset
         while True:
             yield from data
 
@@ -88,7 +89,7 @@ def measure(name, data_dir, rounds, steps, warmup, seed, loss=None, dataset_name
                 # real (question, answer) pairs scored: padded list items (label -1) do not count
                 pairs[kind] += int(np.sum(np.asarray(y) >= 0)) if mode == "listwise" else int(
                     np.prod(x["question"].shape[:-1]))
-                for key in ("question", "answer"):
+                for key in preprocessor.SEQUENCE_INPUTS:
                     ids = np.asarray(x[key])
                     positions[kind][0] += int(np.count_nonzero(ids))
                     positions[kind][1] += ids.size
@@ -99,11 +100,10 @@ def measure(name, data_dir, rounds, steps, warmup, seed, loss=None, dataset_name
         for kind in streams:
             run(kind, steps, timed=True)
 
-    score_data = [task.examples(dataset[split]) for split in ("dev", "test")]
-    score_inputs = [pipeline.encode(preprocessor, ex.texts) for ex in score_data]
-    pipeline.predict(model, score_inputs[0])  # warm-up (tracing)
+    score_inputs = [recipe.encode(preprocessor, task.examples(dataset[split])) for split in ("dev", "test")]
+    pipeline.predict(model, score_inputs[0], preprocessor.SEQUENCE_INPUTS)  # warm-up (tracing)
     start = time.perf_counter()
-    scored = sum(len(pipeline.predict(model, encoded)) for encoded in score_inputs)
+    scored = sum(len(pipeline.predict(model, encoded, preprocessor.SEQUENCE_INPUTS)) for encoded in score_inputs)
     score_seconds = time.perf_counter() - start
 
     speed = {kind: pairs[kind] / seconds[kind] for kind in streams}
@@ -111,7 +111,7 @@ def measure(name, data_dir, rounds, steps, warmup, seed, loss=None, dataset_name
     result = {
         "dataset": dataset_name,
         "loss_mode": mode,
-        "batch_size": settings["batch_size"],
+        "batch_size": settings.batch_size,
         "train_pairs_per_s": {kind: round(value, 1) for kind, value in speed.items()},
         "train_questions_per_s": {kind: round(value * questions_per_pair, 2) for kind, value in speed.items()},
         "bucketed_speedup": round(speed["bucketed"] / speed["plain"], 2),
@@ -122,23 +122,22 @@ def measure(name, data_dir, rounds, steps, warmup, seed, loss=None, dataset_name
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "vocab_size": preprocessor.vocab_size,
         "train_pairs": len(examples),
-        "train_questions": len(dataset["train"]),
+        "train_questions": len(recipe.train_split),
     }
     if saved_model:
-        result["saved_model"] = serving_speed(training.Run(model=model, preprocessor=preprocessor,
-                                                           config={"zoo": name}),
+        result["saved_model"] = serving_speed(runs.Run(model=model, preprocessor=preprocessor, config={"zoo": name}),
                                               dataset["test"].pairs(), serve_batch)
     return result
 
 
 def _questions_per_pair(examples, mode, settings, seed):
-    """Questions over scored pairs in one epoch's plan of `mode`."""
+    """Questions over scored pairs in one epoch's plan of `mode` (`settings`: the `TrainingSettings`)."""
     import numpy as np
 
     from keras_match import batching
 
-    batches = batching.plan(mode, examples.groups, examples.labels, settings["batch_size"],
-                            np.random.default_rng(seed), list_size=settings.get("list_size"))
+    batches = batching.plan(mode, examples.groups, examples.labels, settings.batch_size,
+                            np.random.default_rng(seed), list_size=settings.list_size)
     indices = np.concatenate([b.reshape(-1) for b in batches])
     real = indices[indices != batching.PAD_INDEX]
     return len(np.unique(np.asarray(examples.groups)[real])) / len(real)

@@ -82,12 +82,13 @@ def main(argv=None):
     result = {"bm25": {name: bm25_figures(split, rule) for name, (split, rule) in splits.items()}, "runs": {}}
     for run_dir in args.runs:
         run = training.load_run(run_dir)
+        preprocessing = run.config.get("settings", {}).get("preprocessing", {})
         entry = {"zoo": run.config.get("zoo"), "seed": run.config.get("seed"),
                  "trained_on": run.config.get("dataset"),
-                 "overlap_features": bool(run.config.get("overlap_features")),
-                 "bm25_feature": bool(run.config.get("bm25_feature"))}
+                 "overlap_features": bool(preprocessing.get("overlap_features")),
+                 "bm25_feature": bool(preprocessing.get("bm25_feature"))}
         for name, (split, rule) in splits.items():
-            entry[name] = run.evaluate(split, no_positive=rule)
+            entry[name] = run.evaluate(split, task=tasks.RankingTask(rule))
         result["runs"][str(run_dir)] = entry
         print(f"{run_dir}: " + ", ".join(f"{n} MAP {entry[n]['map']:.3f}" for n in splits), file=sys.stderr,
               flush=True)

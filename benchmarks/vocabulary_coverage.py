@@ -29,15 +29,16 @@ def main(argv=None):
 
     import numpy as np
 
-    from keras_match import tasks, text, training, vectors
+    from keras_match import tasks, text, vectors
     from keras_match.datasets.catalog import load_by_name
+    from keras_match.preprocessors.pair import PairPreprocessor, PairSettings
 
     source = vectors.load_vectors(args.vectors)
     result = {"vectors": source.source, "datasets": {}}
     for name in args.datasets:
         dataset = load_by_name(name)
         task = tasks.task_for(dataset)
-        documents = training._training_documents(task.examples(dataset["train"]))
+        training_texts = task.examples(dataset["train"]).texts
         tokens, without_a_vector = {}, {}  # per split; the same for every cap
         for split in ("dev", "test"):
             examples = task.examples(dataset[split])
@@ -47,7 +48,9 @@ def main(argv=None):
         rows = {}
         for cap in args.caps:
             words = source.words if cap == "all" else source.words[: int(cap)]
-            vocabulary = set(text.TextEncoder.build(documents, extra_words=words).vocabulary)
+            # the vocabulary `keras-match train` makes: the training texts' words, then the vector file's
+            preprocessor = PairPreprocessor.from_training(training_texts, PairSettings(), extra_words=words)
+            vocabulary = set(preprocessor.encoder.vocabulary)
             row = {"ids": len(vocabulary) + 2}
             for split in ("dev", "test"):
                 missing = [t for t in tokens[split] if t not in vocabulary]

@@ -44,8 +44,8 @@ def _parse_settings(name, items):
     from keras_match import zoo
 
     preset = zoo.describe(name)
-    text_settings = {key for section in ("model", "training") for key, value in preset[section].items()
-                     if isinstance(value, str)} | {"loss", "head"}
+    text_settings = {key for section in zoo.SECTIONS for key, value in preset[section].items()
+                     if isinstance(value, str)} | {"loss", "head", "optimizer"}
     overrides = {}
     for item in items:
         key, sep, value = item.partition("=")
@@ -61,10 +61,14 @@ def _parse_settings(name, items):
     return overrides
 
 
-def _settings(args):
-    """The settings of a command: a `--config FILE` (a `best.json` of `keras-match tune`), then `--epochs` /
-    `--batch-size`, then `--set`, each overriding the one before; an option and a `--set` of the same setting is
-    an error. Returns the settings without `epochs` / `batch_size`, which are set on `args`."""
+def command_settings(args):
+    """The settings of a command, by name: a `--config FILE` (a `best.json` of `keras-match tune`), then the
+    options that are settings (`--epochs`, `--batch-size`), then `--set`, each overriding the one before; an
+    option and a `--set` of the same setting is an error.
+
+    Raises:
+        ValueError: a malformed `--set`, an option given twice, or a `--config` file of another entry.
+    """
     overrides = {}
     if getattr(args, "config", None):
         from keras_match import zoo
@@ -72,21 +76,19 @@ def _settings(args):
         overrides.update(zoo.read_config(args.config, args.name))
     given = _parse_settings(args.name, args.set or [])
     for key in ("epochs", "batch_size"):  # settings that are also options: one or the other
-        if key in given and getattr(args, key, None) is not None:
+        option = getattr(args, key, None)
+        if key in given and option is not None:
             raise ValueError(f"--{key.replace('_', '-')} and --set {key}=... both given: give one")
-        if getattr(args, key, None) is not None:
-            overrides.pop(key, None)
+        if option is not None:
+            overrides[key] = option
     overrides.update(given)
-    for key in ("epochs", "batch_size"):
-        if key in overrides:
-            setattr(args, key, overrides.pop(key))
     return overrides
 
 
 def _cmd_train(args):
     from keras_match.training import train
 
-    overrides = _settings(args)
+    overrides = command_settings(args)
     report = train(
         args.name,
         args.dataset,
@@ -94,8 +96,6 @@ def _cmd_train(args):
         train_split=args.train_split,
         embeddings_path=args.embeddings if args.embeddings != "none" else None,
         run_dir=args.run_dir,
-        epochs=args.epochs,
-        batch_size=args.batch_size,
         max_train_questions=args.max_train_questions,
         seed=args.seed,
         **overrides,
@@ -114,53 +114,78 @@ def _cmd_evaluate(args):
 
     run = load_run(args.run_dir)
     dataset = load_by_name(args.dataset, data_dir=args.data_dir)
-    task = tasks.task_for(dataset)
+    task = tasks.task_for(dataset)  # the dataset's own rules (a ranking benchmark's rule for no positive)
     split = args.split or ("test" if "test" in dataset else "dev")
     # Run.evaluate refuses a split of the other task or of other labels
-    report = run.evaluate(dataset[split], no_positive=getattr(task, "no_positive", None))
+    report = run.evaluate(dataset[split], task=task)
     print(f"{args.dataset} {split}: {task.summary(report)}")
     if args.json:
         print(json.dumps(report))
 
 
-def _cmd_explain(args):
-    from keras_match import explain
-    from keras_match.runs import load_run
+def _text_inputs(items, preprocessor, command):
+    """The texts of `--NAME TEXT` (repeatable) and `--NAME-file FILE` options (one text per non-empty line; the
+    plural `--NAMEs-file` is read too), one `NAME` per text input of the run's preprocessor. An input given once
+    is repeated for every text of an input given several times (one question, many answers).
 
+    Raises:
+        ValueError: an option that names no text input, a missing input, or inputs given different numbers
+            (not 1) of times.
+    """
+    names = list(preprocessor.TEXT_INPUTS)
+    texts = {name: [] for name in names}
+    options = " ".join(f"--{name}" for name in names)
+    i = 0
+    while i < len(items):
+        option = items[i]
+        if not option.startswith("--") or i + 1 >= len(items):
+            raise ValueError(f"{command}: unexpected {option!r}; this run reads {options} (TEXT, repeatable) or "
+                             f"--NAME-file FILE")
+        key, value = option[2:], items[i + 1]
+        name = key[: -len("-file")] if key.endswith("-file") else key
+        if name not in texts and name.endswith("s") and name[:-1] in texts:
+            name = name[:-1]
+        if name not in texts:
+            raise ValueError(f"{command}: unknown option {option}; this run's model reads {options} (TEXT, "
+                             "repeatable) or --NAME-file FILE")
+        if key.endswith("-file"):
+            with open(value, encoding="utf-8") as f:
+                texts[name] += [line.rstrip("\r\n") for line in f if line.strip()]
+        else:
+            texts[name].append(value)
+        i += 2
+    missing = [f"--{name}" for name, values in texts.items() if not values]
+    if missing:
+        raise ValueError(f"{command}: give {' and '.join(missing)} (this run's model reads {options})")
+    count = max(len(values) for values in texts.values())
+    uneven = {name: len(values) for name, values in texts.items() if len(values) not in (1, count)}
+    if uneven:
+        raise ValueError(f"{command}: give each text input once or {count} times, got {uneven}")
+    return {name: values * count if len(values) == 1 else values for name, values in texts.items()}
+
+
+def _cmd_explain(args):
+    from keras_match import zoo
+    from keras_match.runs import load_run, preprocessor_class_of
+
+    texts = _text_inputs(args.texts, preprocessor_class_of(args.run_dir), "explain")
     run = load_run(args.run_dir)
-    result = explain.conv_maxima(run, args.question, args.answer, window=args.window)
+    family = zoo.families().get(run.config.get("family")) or zoo.family_of(run.config.get("zoo"))
+    if family.explain is None:
+        raise ValueError(f"explain: the {family.name} family has no explanation plot (Compare-Aggregate's CNN "
+                         "maxima, zoo entries compare_aggregate_*, have one)")
     out = args.out or str(pathlib.Path(args.run_dir) / "explain.png")
-    explain.plot_conv_maxima(result, out, question=args.question)
-    top = sorted(zip(result["credit"].tolist(), result["tokens"]), reverse=True)[:5]
-    values = result["score"]  # a ranker's one score, a classifier's probability per label
-    if len(values) == 1:
-        output = f"score {values[0]:.4f}"
-    else:
-        output = "probabilities " + ", ".join(f"{name} {p:.3f}" for name, p in zip(run.label_names, values))
-    print(f"{output}; window {result['window']}: the words that win the most CNN maxima: "
-          + ", ".join(f"{word} ({credit:.2f})" for credit, word in top if credit > 0))
-    print(f"plot written to {out}")
+    for line in family.explain(run, texts, out, window=args.window):
+        print(line)
 
 
 def _cmd_predict(args):
-    from keras_match.runs import load_run
+    from keras_match.runs import load_run, preprocessor_class_of
 
-    answers = list(args.answer or [])
-    if args.answers_file:
-        with open(args.answers_file, encoding="utf-8") as f:
-            answers += [line.rstrip("\r\n") for line in f if line.strip()]
-    if not answers:
-        raise ValueError("predict: give candidate answers with --answer or --answers-file")
+    texts = _text_inputs(args.texts, preprocessor_class_of(args.run_dir), "predict")  # checked before loading
     run = load_run(args.run_dir)
-    if run.head == "classification":
-        probabilities, labels = run.classify([args.question] * len(answers), answers)
-        for answer, label, row in zip(answers, labels, probabilities):
-            print(f"{label}\t{float(row.max()):.4f}\t{answer}")
-        return
-    scores = run.score([args.question] * len(answers), answers)
-    order = sorted(range(len(scores)), key=lambda i: -scores[i])
-    for rank, i in enumerate(order, 1):
-        print(f"{rank}\t{scores[i]:.4f}\t{answers[i]}")
+    for line in run.task.predictions(run.head, run.predict(texts), texts, run.label_names):
+        print(line)
 
 
 def _cmd_export(args):
@@ -191,11 +216,7 @@ def _cmd_tune(args):
     from keras_match import tuning
     from keras_match.metrics import figure_name
 
-    overrides = _settings(args)
-    if args.epochs is not None:
-        overrides["epochs"] = args.epochs
-    if getattr(args, "batch_size", None) is not None:
-        overrides["batch_size"] = args.batch_size
+    overrides = command_settings(args)
     if args.max_trials is not None and args.tuner == "hyperband":
         raise ValueError("--max-trials does not apply to --tuner hyperband (its brackets set the trials); drop it")
     role = tuning.distributed_role()
@@ -235,7 +256,8 @@ def _cmd_zoo(args):
     from keras_match import zoo
 
     for name in zoo.names():
-        print(f"{name}\t{zoo.describe(name)['description']}")
+        preset = zoo.describe(name)
+        print(f"{name}\t{preset['family']}\t{preset['description']}")
 
 
 def build_parser():
@@ -299,21 +321,19 @@ def build_parser():
     p.add_argument("--json", action="store_true", help="also print the figures as JSON")
     p.set_defaults(func=_cmd_evaluate)
 
-    p = sub.add_parser("explain", help="Compare-Aggregate: plot where the CNN takes each dimension's largest value "
-                       "over the answer's words (the paper's Figure 2), as PNG")
+    p = sub.add_parser("explain", help="plot what a model attends to for one example (Compare-Aggregate: where the "
+                       "CNN takes each dimension's largest value over the answer's words, the paper's Figure 2), as "
+                       "PNG; give the run's texts as for predict (--question TEXT --answer TEXT)")
     p.add_argument("run_dir")
-    p.add_argument("--question", required=True)
-    p.add_argument("--answer", required=True)
     p.add_argument("--window", type=_positive_int, default=None, help="window size to show (default: the largest)")
     p.add_argument("--out", default=None, help="the PNG to write (default RUN_DIR/explain.png)")
     p.set_defaults(func=_cmd_explain)
 
-    p = sub.add_parser("predict", help="rank raw candidate answers for a raw question (a classifier prints "
-                       "each pair's label)")
+    p = sub.add_parser("predict", help="score raw texts with a trained run: --NAME TEXT for each of its text inputs "
+                       "(a pair model: --question TEXT --answer TEXT --answer TEXT ..., or --answers-file FILE, one "
+                       "per line; an input given once goes with every text of the others). A ranker prints the "
+                       "candidates best first, a classifier each pair's label")
     p.add_argument("run_dir")
-    p.add_argument("--question", required=True)
-    p.add_argument("--answer", action="append", help="a candidate answer (repeat for each)")
-    p.add_argument("--answers-file", default=None, help="a file of candidate answers, one per line")
     p.set_defaults(func=_cmd_predict)
 
     p = sub.add_parser("export", help="write a SavedModel for TensorFlow Serving (and optionally ONNX)")
@@ -337,7 +357,11 @@ def build_parser():
 
 def main(argv=None):
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.command not in ("predict", "explain"):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    args.texts = extra  # predict and explain: the run's text inputs, read once the run is loaded
     try:
         args.func(args)
     except KeyboardInterrupt:

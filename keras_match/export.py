@@ -20,34 +20,29 @@ folders are ignored by it. Each version (and each ONNX folder) is written to a t
 parent and renamed into place, so a server watching BASE never sees a half-written version; an existing
 version is never overwritten.
 
-Signatures of the SavedModel:
+Signatures of the SavedModel (names, inputs and outputs are tabled in `keras_match.signatures` and written to
+the export metadata; the preprocessor declares the inputs, the task the outputs):
 
-Signatures, inputs and outputs are defined once in `keras_match.signatures`; every text signature calls the
-run's `keras_match.preprocessing.PairPreprocessor` in the graph and every score comes from
-`keras_match.heads.ranking_score`. For a ranking model (heads `softmax`, `score`):
-
-- `serving_default`: `question` tf.string [batch], `answer` tf.string [batch] -> `score` float32 [batch], the
-  probability that the answer is relevant (a softmax head; a score head gives its raw score). Text is tokenized in the graph with the training tokenizer
-  (`keras_match.text`, tensorflow-text ops), truncated to the training lengths (the first
-  `max_question_length` / `max_answer_length` tokens). The model runs on at most `CHUNK_SIZE` (256) pairs at a
-  time, each chunk's ids cut to its longest text, as `Run.score` batches them (padding never changes a score),
-  so a request of thousands of pairs needs the memory of one chunk. Batches whose question and answer counts
-  differ fail with `InvalidArgumentError` ("question and answer must hold the same number of texts"). An empty
-  batch gives an empty `score` without calling the model.
-- `serve_ids`: `question` int32 [batch, lq], `answer` int32 [batch, la] token ids (0 = padding, 1 = unknown,
-  ids below the vocabulary size) -> `score` float32 [batch]. Models that take the word-overlap features
-  (`ctrn`, `qrnn` on TrecQA) have a third input `features` float32 [batch, 4]
-  (`keras_match.features.OverlapFeatures` of the truncated texts; the text signatures compute them in the
-  graph from the run's document frequencies, saved as the asset `document_frequencies.tsv`). Different batch
-  sizes fail the same way; the inputs go to the model as given (no empty-batch guard, so that the ONNX graph
-  stays the model's graph). This is the signature converted to ONNX.
-- `rank`: `question` tf.string [] (one text), `answers` tf.string [n] -> `scores` float32 [n] (the scores of
-  `serving_default` for each pair) and `order` int32 [n], the candidate indices by descending score; equal
-  scores keep their input order (the lower index first). `n = 0` gives empty outputs.
-
-A classifier (head `classification`, e.g. `mcan_fm` trained on SICK) has `serving_default` -> `probabilities`
-float32 [batch, classes] and `label` tf.string [batch] (the most probable label's name), `serve_ids` ->
-`probabilities`, and no `rank`; the metadata's `label_names` lists the classes in column order.
+- `serving_default`: the preprocessor's raw-text inputs (`question` tf.string [batch], `answer` tf.string
+  [batch] for a pair model) -> the task's outputs: `score` float32 [batch] for a ranker, the probability that
+  the answer is relevant (a softmax head; a score head gives its raw score); `probabilities` float32
+  [batch, classes] and `label` tf.string [batch] for a classifier (the metadata's `label_names` lists the classes
+  in column order). Text is tokenized in the graph with the training tokenizer (`keras_match.text`,
+  tensorflow-text ops) and truncated to the training lengths. The model runs on at most `CHUNK_SIZE` (256)
+  examples at a time, each chunk's ids cut to its longest text, as `Run.score` batches them (padding never
+  changes a score), so a request of thousands of pairs needs the memory of one chunk. Batches whose text
+  inputs hold different numbers of texts fail with `InvalidArgumentError` ("question and answer must hold the
+  same number of texts"). An empty batch gives empty outputs without calling the model.
+- `serve_ids`: the model's inputs (`question` int32 [batch, lq], `answer` int32 [batch, la] token ids: 0 =
+  padding, 1 = unknown, ids below the vocabulary size; plus `features` float32 [batch, f] for models with pair
+  features, which the text signatures compute in the graph from the run's document frequencies, saved as the
+  asset `document_frequencies.tsv`) -> the task's numeric outputs. Inputs with different batch sizes fail the
+  same way; the inputs go to the model as given (no empty-batch guard, so that the ONNX graph stays the model's
+  graph). This is the signature converted to ONNX.
+- the task's further signatures: a ranker's `rank`: `question` tf.string [] (one text), `answers` tf.string [n]
+  -> `scores` float32 [n] (the scores of `serving_default` for each pair) and `order` int32 [n], the candidate
+  indices by descending score; equal scores keep their input order (the lower index first). `n = 0` gives empty
+  outputs.
 
 The graph uses tensorflow-text ops: a Python process must `import tensorflow_text` before
 `tf.saved_model.load`. The stock TensorFlow Serving model server links those ops.
@@ -69,7 +64,6 @@ import numpy as np
 import tensorflow as tf
 
 from keras_match import heads, serving, signatures, storage, text
-from keras_match.preprocessing import PairPreprocessor, trim_padding
 from keras_match.runs import Run, load_run
 
 __all__ = [
@@ -83,7 +77,8 @@ __all__ = [
     "read_metadata",
     "onnx_dir_for",
     "to_onnx",
-    "sample_ids",
+    "sample_inputs",
+    "signature_table",
 ]
 
 MAX_ONNX_OPSET = 18
@@ -107,245 +102,198 @@ def _next_version(base: pathlib.Path):
     return max(versions, default=0) + 1
 
 
-def _as_run(model_or_run, encoder=None, max_question_length=None, max_answer_length=None, preprocessor=None):
+def _as_run(model_or_run, preprocessor=None, label_names=None):
     if isinstance(model_or_run, (str, os.PathLike)):
         return load_run(model_or_run)
     if isinstance(model_or_run, Run):
         return model_or_run
     if isinstance(model_or_run, keras.Model):
         if preprocessor is None:
-            if encoder is None or max_question_length is None or max_answer_length is None:
-                raise ValueError("exporting a bare keras.Model needs preprocessor= (a PairPreprocessor), or "
-                                 "encoder=, max_question_length= and max_answer_length=")
-            preprocessor = PairPreprocessor(encoder, max_question_length=max_question_length,
-                                            max_answer_length=max_answer_length)
-        return Run(model=model_or_run, preprocessor=preprocessor, config={})
+            raise ValueError("exporting a bare keras.Model needs preprocessor= (a keras_match.preprocessors "
+                             "Preprocessor, such as the run's PairPreprocessor)")
+        config = {"task": {"kind": "classification", "label_names": list(label_names)}} if label_names else {}
+        return Run(model=model_or_run, preprocessor=preprocessor, config=config)
     raise TypeError(f"expected a run directory, a Run or a keras.Model, got {type(model_or_run).__name__}")
 
 
-def _same_batch(question, answer, what):
-    return tf.debugging.assert_equal(
-        tf.shape(question)[0],
-        tf.shape(answer)[0],
-        message=f"question and answer must hold the same number of {what} (the question batch size comes "
-        "first, the answer batch size second)",
-    )
+def _same_batch(tensors, names, what):
+    """Asserts that every tensor has the batch size of the first (the message names them all)."""
+    first = tensors[0]
+    listed = " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+    return [tf.debugging.assert_equal(
+        tf.shape(first)[0], tf.shape(tensor)[0],
+        message=f"{listed} must hold the same number of {what} (the batch sizes come in that order)")
+        for tensor in tensors[1:]]
 
 
 def _check_inputs(run: Run):
-    """The width of the model's `features` input (0 without one), checked against what the preprocessor makes.
+    """The model's inputs, checked against what the preprocessor makes.
+
+    Returns:
+        The preprocessor's model input specs, `{name: tf.TensorSpec}`.
 
     Raises:
-        ValueError: the model takes inputs the preprocessor does not make (the message names them).
+        ValueError: the model takes inputs the preprocessor does not make, or of another width (the message
+            names them).
     """
     model, preprocessor = run.model, run.preprocessor
-    names = sorted(getattr(t, "name", "?") for t in model.inputs)
-    width = next((t.shape[-1] for t in model.inputs if t.name == "features"), 0)
-    made = sorted(preprocessor.model_input_specs())
-    if names == made and width == preprocessor.num_features:
-        return width
-    if names == ["answer", "features", "question"]:
-        if not preprocessor.num_features:
-            raise ValueError(
-                f"model {model.name!r} takes the pair 'features' (width {width}) but its preprocessor makes none; "
-                "exporting it needs the run's PairPreprocessor with overlap_features=True (load_run reads it)"
-            )
-        raise ValueError(
-            f"model {model.name!r} takes a 'features' input of width {width}; its preprocessor makes the "
-            f"{preprocessor.num_features} pair features {preprocessor.feature_names} of keras_match.features"
-        )
-    raise ValueError(f"model {model.name!r} takes inputs {names}; its preprocessor makes {made} from text")
+    taken = {t.name: t for t in model.inputs}
+    made = preprocessor.model_input_specs()
+    if sorted(taken) != sorted(made):
+        raise ValueError(f"model {model.name!r} takes inputs {sorted(taken)}; its preprocessor makes {sorted(made)} "
+                         "from text (export a run, whose preprocessor load_run reads, or pass the run's own)")
+    for name, spec in made.items():
+        width, wanted = taken[name].shape[-1], spec.shape[-1]
+        if wanted is not None and width != wanted:
+            raise ValueError(f"model {model.name!r} takes a {name!r} input of width {width}; its preprocessor makes "
+                             f"width {wanted}")
+    return made
+
+
+def _check_task(run: Run):
+    """The run's task, checked against the model's head (a classifier needs its label names)."""
+    head = heads.head_of(run.model)
+    task = run.task
+    if (head == "classification") != (task.kind == "classification"):
+        if head == "classification":
+            raise ValueError("a classifier's export needs its label names (the run's config.json, or "
+                             "label_names= for a bare model)")
+        raise ValueError(f"the model has a {head!r} head but the run's task is {task.kind}")
+    return head, task
 
 
 def build_archive(run: Run, chunk_size=CHUNK_SIZE):
     """A `keras.export.ExportArchive` holding the model, the preprocessor's lookup tables and the signatures.
 
-    Every text signature calls the run's `PairPreprocessor` in the graph (the object training mapped over its
-    data), and turns the model's output into the score of its head with `keras_match.heads.ranking_score`.
+    Every text signature calls the run's preprocessor in the graph (the object training mapped over its data),
+    and the run's task turns the model's outputs into the signature's outputs (`Task.serving_outputs`: a
+    ranker's score from `keras_match.heads.ranking_score`, a classifier's probabilities and label).
 
     Args:
-        run: the model, its `PairPreprocessor` (`Run.preprocessor`) and, for a classifier, its label names
-            (`Run.config["label_names"]`).
-        chunk_size: the text signatures run the model on at most this many pairs at a time.
+        run: the model, its preprocessor (`Run.preprocessor`) and its task (`Run.task`, from its config).
+        chunk_size: the text signatures run the model on at most this many examples at a time.
 
     Returns:
-        `keras.export.ExportArchive` with the endpoints of `keras_match.signatures` for the model's head; write
-        it with `archive.write_out(path)`.
+        `keras.export.ExportArchive` with `serving_default`, `serve_ids` and the task's signatures (see the module
+        docstring); write it with `archive.write_out(path)`.
 
     Raises:
         ValueError: the model takes inputs its preprocessor does not make, a classifier without label names,
             or `chunk_size` is not a positive integer.
     """
     model, preprocessor = run.model, run.preprocessor
-    head = heads.head_of(model)
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
         raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}")
-    num_features = _check_inputs(run)
-    label_names = run.label_names if head == "classification" else None
-    if head == "classification" and not label_names:
-        raise ValueError("a classifier's export needs its label names (Run.config['label_names'])")
-    inputs_table = signatures.signature_inputs(num_features, head)
+    id_specs = _check_inputs(run)
+    head, task = _check_task(run)
     archive = keras.export.ExportArchive()
     # Not `archive.track(model)`: the endpoints capture the model's variables and the archive saves those;
     # tracking the model as well stores every weight a second time (Keras 3.15 saves the Keras variables next
     # to the tf.Variables they wrap), doubling the SavedModel's size.
-    for table in preprocessor.lookup_tables():
-        archive.track(table)
-    if preprocessor.overlap is not None:
-        archive.track(preprocessor.overlap)  # its document-frequency file becomes an asset
-    output_key = "probabilities" if head == "classification" else "score"
-    width = [len(label_names)] if label_names else []
-
-    def run_model(inputs):
-        outputs = model(inputs, training=False)
-        if head == "classification":
-            return {output_key: tf.cast(outputs, tf.float32)}
-        return {output_key: tf.cast(heads.ranking_score(head, outputs), tf.float32)}
-
-    def checked(question, answer, features=None):
-        checks = [_same_batch(question, answer, "rows")]
-        inputs = {"question": question, "answer": answer}
-        if features is not None:
-            checks.append(tf.debugging.assert_equal(
-                tf.shape(features)[0], tf.shape(question)[0],
-                message="features must hold one row per question/answer pair"))
-            inputs["features"] = features
-        with tf.control_dependencies(checks):
-            return run_model(inputs)
+    for trackable in preprocessor.trackables():
+        archive.track(trackable)  # lookup tables, and objects whose files become assets
+    id_names, text_names = list(id_specs), list(preprocessor.TEXT_INPUTS)
+    width = model.outputs[0].shape[-1]
 
     # One tf.function for the model, called by every endpoint: the model is traced once, not once per endpoint.
-    ids_signature = signatures.tensor_specs(inputs_table[signatures.IDS_SIGNATURE])
-    if num_features:
+    @tf.function(input_signature=list(id_specs.values()), autograph=False)
+    def run_model(*ids):
+        with tf.control_dependencies(_same_batch(ids, id_names, "rows")):
+            return tf.cast(model(dict(zip(id_names, ids)), training=False), tf.float32)
 
-        @tf.function(input_signature=ids_signature, autograph=False)
-        def score_ids(question, answer, features):
-            return checked(question, answer, features)
+    def serve_ids(*ids):
+        return task.serving_outputs(head, run_model(*ids), numeric_only=True)
 
-    else:
-
-        @tf.function(input_signature=ids_signature, autograph=False)
-        def score_ids(question, answer):
-            return checked(question, answer)
-
-    def score_chunk(questions, answers):
+    def score_chunk(texts):
         # the preprocessor's inputs, ids cut to the chunk's longest text as training batches are
-        inputs = trim_padding(preprocessor({"question": questions, "answer": answers}))
-        ordered = [inputs["question"], inputs["answer"]] + ([inputs["features"]] if num_features else [])
-        return score_ids(*ordered)[output_key]
+        inputs = preprocessor.trim_padding(preprocessor(texts))
+        return run_model(*[inputs[name] for name in id_names])
 
-    def score_in_chunks(questions, answers):
-        # Scores chunk after chunk: the memory a request of thousands of pairs needs is that of one chunk.
+    def score_texts(texts):
+        # Scores chunk after chunk: the memory a request of thousands of examples needs is that of one chunk.
         # An empty batch never reaches the model.
-        count = tf.shape(questions)[0]
+        texts = {name: tf.identity(texts[name]) for name in text_names}
+        with tf.control_dependencies(_same_batch([texts[n] for n in text_names], text_names, "texts")):
+            count = tf.shape(texts[text_names[0]])[0]
         chunks = (count + chunk_size - 1) // chunk_size
 
         def body(i, results):
             start = i * chunk_size
-            chunk = score_chunk(questions[start : start + chunk_size], answers[start : start + chunk_size])
+            chunk = score_chunk({name: value[start : start + chunk_size] for name, value in texts.items()})
             return i + 1, results.write(i, chunk)
 
         def loop():
-            results = tf.TensorArray(tf.float32, size=chunks, element_shape=tf.TensorShape([None] + width),
+            results = tf.TensorArray(tf.float32, size=chunks, element_shape=tf.TensorShape([None, width]),
                                      infer_shape=False)
             _, results = tf.while_loop(lambda i, _: i < chunks, body, [tf.constant(0), results],
                                        parallel_iterations=1)
-            return tf.reshape(results.concat(), [count] + width)
+            return tf.reshape(results.concat(), [count, width])
 
         return tf.cond(
             count == 0,
-            lambda: tf.zeros([0] + width, tf.float32),
+            lambda: tf.zeros([0, width], tf.float32),
             # the common case, one chunk: no loop, the graph of plain unchunked scoring
-            lambda: tf.cond(count <= chunk_size, lambda: score_chunk(questions, answers), loop),
+            lambda: tf.cond(count <= chunk_size, lambda: score_chunk(texts), loop),
         )
 
-    def score_text(question, answer):
-        with tf.control_dependencies([_same_batch(question, answer, "texts")]):
-            result = score_in_chunks(tf.identity(question), tf.identity(answer))
-        if head != "classification":
-            return {"score": result}
-        names = tf.constant(list(label_names), tf.string)
-        return {"probabilities": result,
-                "label": tf.gather(names, tf.argmax(result, axis=-1, output_type=tf.int32))}
+    def serving_default(*texts):
+        return task.serving_outputs(head, score_texts(dict(zip(text_names, texts))))
 
-    def rank(question, answers):
-        questions = tf.fill(tf.shape(answers), question)
-        scores = score_in_chunks(questions, answers)
-        # argsort with stable=True: equal scores keep their input order (lower index first).
-        order = tf.argsort(scores, direction="DESCENDING", stable=True)
-        return {"scores": scores, "order": tf.cast(order, tf.int32)}
-
-    endpoints = {signatures.DEFAULT_SIGNATURE: score_text, signatures.IDS_SIGNATURE: score_ids,
-                 signatures.RANK_SIGNATURE: rank}
-    for name, inputs in inputs_table.items():
+    table = signature_table(run)
+    endpoints = {signatures.DEFAULT_SIGNATURE: serving_default, signatures.IDS_SIGNATURE: serve_ids}
+    for name, (_, make) in task.extra_signatures(head, preprocessor).items():
+        endpoints[name] = make(score_texts)
+    for name, inputs in table.items():
         archive.add_endpoint(name, endpoints[name], input_signature=signatures.tensor_specs(inputs))
     return archive
+
+
+def signature_table(run: Run) -> dict:
+    """`{signature: {input: (dtype name, shape)}}` of the run's export."""
+    head, task = _check_task(run)
+    preprocessor = run.preprocessor
+    model_inputs = {name: (spec.dtype.name, spec.shape.as_list())
+                    for name, spec in preprocessor.model_input_specs().items()}
+    extras = {name: inputs for name, (inputs, _) in task.extra_signatures(head, preprocessor).items()}
+    return signatures.signature_table(preprocessor.TEXT_INPUTS, model_inputs, extras)
 
 
 def _metadata(run: Run):
     from keras_match import __version__
 
-    num_features = _check_inputs(run)
-    head = heads.head_of(run.model)
-    label_names = list(run.label_names) if head == "classification" else None
-    preprocessor = run.preprocessor
+    _check_inputs(run)
+    head, task = _check_task(run)
+    width = run.model.outputs[0].shape[-1]
     metadata = {
         "format": "keras-match SavedModel",
         "keras_match_version": __version__,
         "zoo": run.config.get("zoo"),
         "model_name": run.model.name,
         "head": head,
-        "label_names": label_names,
-        "max_question_length": int(preprocessor.max_question_length),
-        "max_answer_length": int(preprocessor.max_answer_length),
-        "vocab_size": int(preprocessor.vocab_size),
-        "lowercase": bool(preprocessor.lowercase),
-        "vocabulary_file": os.path.basename(preprocessor.encoder.vocabulary_path),
-        "ids": {"padding": text.PAD_ID, "unknown": text.OOV_ID, "first_word": 2},
-        "num_features": num_features,
-        "signatures": {name: {k: [d, s] for k, (d, s) in inputs.items()}
-                       for name, inputs in signatures.signature_inputs(num_features, head).items()},
+        "task": task.config(),
+        "label_names": list(task.label_names) if head == "classification" else None,
+        **run.preprocessor.describe(),
+        "text_inputs": dict(run.preprocessor.TEXT_INPUTS),
+        "sequence_lengths": run.preprocessor.sequence_lengths(),
+        "signatures": {name: {k: [d, s] for k, (d, s) in inputs.items()} for name, inputs in
+                       signature_table(run).items()},
         "outputs": {name: {k: [d, s] for k, (d, s) in outputs.items()} for name, outputs in
-                    signatures.signature_outputs(head, len(label_names) if label_names else None).items()},
+                    task.signature_outputs(head, width).items()},
     }
-    if num_features:
-        from keras_match.features import BM25_B, BM25_K1
-
-        metadata["overlap_features"] = {  # the pair features (the name predates BM25)
-            "names": preprocessor.feature_names,
-            "document_frequencies_file": os.path.basename(preprocessor.overlap.path),
-            "num_documents": int(preprocessor.overlap.num_documents),
-            "lowercase": bool(preprocessor.overlap.lowercase),
-        }
-        if preprocessor.bm25_feature:
-            metadata["overlap_features"]["bm25"] = {"k1": BM25_K1, "b": BM25_B,
-                                                    "average_length": preprocessor.overlap.average_length}
     return metadata
 
 
-def saved_model(
-    model_or_run,
-    base_dir,
-    *,
-    version=None,
-    warmup=True,
-    preprocessor=None,
-    encoder=None,
-    max_question_length=None,
-    max_answer_length=None,
-):
+def saved_model(model_or_run, base_dir, *, version=None, warmup=True, preprocessor=None, label_names=None):
     """Write a SavedModel version for TensorFlow Serving.
 
     Args:
-        model_or_run: a run directory written by `keras_match.train`, a loaded `Run`, or a ranking
-            `keras.Model` (then `preprocessor`, or `encoder` with `max_question_length` and
-            `max_answer_length`, is required).
+        model_or_run: a run directory written by `keras_match.train`, a loaded `Run`, or a `keras.Model` (then
+            `preprocessor` is required, and `label_names` for a classifier).
         base_dir: the model's base path (`BASE`); versions go to `BASE/<version>/`.
         version: positive int; default the next integer after the highest version present.
         warmup: write `assets.extra/tf_serving_warmup_requests` (needs tensorflow-serving-api).
-        preprocessor: the model's `keras_match.preprocessing.PairPreprocessor` (bare models only).
-        encoder: a `keras_match.text.TextEncoder` or a vocabulary file (bare models only, without
-            `preprocessor`).
-        max_question_length, max_answer_length: truncation lengths used in training (bare models only).
+        preprocessor: the model's `keras_match.preprocessors.Preprocessor` (bare models only).
+        label_names: a bare classifier's class names, in column order.
 
     Returns:
         pathlib.Path of the written version folder `BASE/<version>`.
@@ -358,7 +306,7 @@ def saved_model(
         keras_match.storage.WriteError: the version could not be written (full disk, read-only folder); nothing
             is left in `BASE`.
     """
-    run = _as_run(model_or_run, encoder, max_question_length, max_answer_length, preprocessor)
+    run = _as_run(model_or_run, preprocessor, label_names)
     base = pathlib.Path(base_dir)
     if version is not None and (not isinstance(version, int) or isinstance(version, bool) or version < 1):
         raise ValueError(f"version must be a positive integer, got {version!r}")
@@ -366,10 +314,9 @@ def saved_model(
         raise FileExistsError(f"{base / str(version)} exists: TF Serving versions are never overwritten; pick "
                               "another version")
     archive = build_archive(run)  # fails before anything is written
-    records = serving.warmup_requests(base.name or "model", run.max_question_length, run.max_answer_length,
-                                      large_batch=CHUNK_SIZE + 1,
-                                      num_features=_check_inputs(run),
-                                      head=heads.head_of(run.model)) if warmup else None
+    records = serving.warmup_requests(base.name or "model", signature_table(run),
+                                      run.preprocessor.sequence_lengths(),
+                                      large_batch=CHUNK_SIZE + 1) if warmup else None
     with storage.writing(base, also=(tf.errors.OpError,)):
         base.mkdir(parents=True, exist_ok=True)
         if version is None:
@@ -437,36 +384,58 @@ def onnx_dir_for(version_dir):
     return version_dir.parent / "onnx" / version_dir.name
 
 
-def sample_ids(vocab_size, max_question_length, max_answer_length, seed=0, num_features=0):
-    """Token-id batches that exercise a matching model: a list of `(question [b, lq], answer [b, la])` int32.
+_SAMPLE_LENGTHS = (lambda n: [n, 0, 3, 1, n // 2, n, 2], lambda n: [n, 5, 0, n, 1, n // 3, 2])
+"""The token counts of the rows of the mixed batch, for the first, second, third ... token-id input in turn."""
 
-    Includes one full-length pair (batch of one), a batch of seven with mixed lengths (an all-padding row, an
-    all-unknown row, rows of different lengths), and a batch of three single-token rows. With
-    `num_features > 0` each tuple has a third item, float32 `features [b, num_features]` in [0, 1) (zeros for
-    the all-padding rows).
+
+def sample_inputs(metadata, seed=0) -> list:
+    """Model-input batches that exercise an exported model's `serve_ids`: a list of `{input: array}`.
+
+    Made from the export metadata's `serve_ids` table, vocabulary size and truncation lengths: one batch of one
+    full-length example, a batch of seven with mixed lengths (all-padding rows, an all-unknown row, rows of
+    different lengths; each token-id input has its own length pattern), and a batch of three single-token
+    examples. Token-id inputs are int32 `[b, ..., length]` (ids from 1 below the vocabulary size); float inputs
+    (pair features) are float32 in [0, 1), zero for rows 1-2 of the mixed batch (a pair with an empty side has
+    no overlap).
     """
     rng = np.random.default_rng(seed)
-    high = max(int(vocab_size), 2)
+    high = max(int(metadata["vocab_size"]), 2)
+    table = metadata["signatures"][signatures.IDS_SIGNATURE]
+    lengths = metadata.get("sequence_lengths") or {  # exports written before the metadata had it: pair models
+        key: metadata[f"max_{key}_length"] for key in table if f"max_{key}_length" in metadata}
+    id_inputs = [name for name, (dtype, _) in table.items() if dtype.startswith("int")]
 
-    def batch(n, length, lengths):
-        ids = rng.integers(1, high, size=(n, length), dtype=np.int64).astype(np.int32)
-        for row, keep in enumerate(lengths):
-            ids[row, keep:] = 0
-        return ids
+    def ids(name, n, counts):
+        dtype, shape = table[name]
+        length = int(lengths.get(name, 8))
+        array = rng.integers(1, high, size=[n] + [2] * (len(shape) - 2) + [length], dtype=np.int64)
+        array = array.astype(dtype)
+        for row, keep in enumerate(counts):
+            array[row, ..., keep:] = 0
+        return array
 
-    lq, la = int(max_question_length), int(max_answer_length)
-    q7 = batch(7, lq, [lq, 0, 3, 1, lq // 2, lq, 2])
-    a7 = batch(7, la, [la, 5, 0, la, 1, la // 3, 2])
-    q7[5, :] = text.OOV_ID
-    a7[6, :2] = text.OOV_ID
-    samples = [
-        (batch(1, lq, [lq]), batch(1, la, [la])),
-        (q7, a7),
-        (batch(3, 1, [1, 1, 1]), batch(3, 1, [1, 1, 1])),
-    ]
-    if num_features:
-        samples = [(q, a, rng.uniform(size=(len(q), int(num_features))).astype(np.float32)) for q, a in samples]
-        samples[1][2][1:3] = 0.0  # a pair with an empty side has no overlap
+    def other(name, n):
+        dtype, shape = table[name]
+        return rng.uniform(size=[n] + [int(d) for d in shape[1:]]).astype(dtype)
+
+    samples = []
+    for n, pattern in ((1, lambda k, length: [length]), (7, lambda k, length: _SAMPLE_LENGTHS[k % 2](length)),
+                       (3, lambda k, length: [1, 1, 1])):
+        batch = {}
+        for name in table:
+            if name in id_inputs:
+                k = id_inputs.index(name)
+                batch[name] = ids(name, n, pattern(k, int(lengths.get(name, 8))))
+                if n == 7:  # unknown words: a whole row of the first input, two words of the second
+                    if k == 0:
+                        batch[name][5, ...] = text.OOV_ID
+                    elif k == 1:
+                        batch[name][6, ..., :2] = text.OOV_ID
+            else:
+                batch[name] = other(name, n)
+                if n == 7:
+                    batch[name][1:3] = 0.0
+        samples.append(batch)
     return samples
 
 
@@ -499,20 +468,20 @@ def to_onnx(saved_model_dir, output_dir=None, *, opset=MAX_ONNX_OPSET, atol=1e-4
     success even when it leaves ops it cannot convert in the graph, so success here means: every node is a
     standard ONNX op, onnxruntime loads the model, and every score is within `atol` of TensorFlow's.
 
-    The ONNX model has inputs `question` int32 [batch, lq] and `answer` int32 [batch, la] (token ids, 0 =
-    padding; any batch size and lengths), plus `features` float32 [batch, 4] for models that take the
-    word-overlap features, and output `score` float32 [batch]. The output folder also gets the vocabulary, the
-    document frequencies of the overlap features (`document_frequencies.tsv`, when used) and the export metadata
-    (`keras_match.json`: truncation lengths, lowercase, ids), which a client needs to make the inputs with
-    `keras_match.text.TextEncoder.from_file(...).encode` and `keras_match.features.OverlapFeatures.from_file`.
+    The ONNX model has the inputs of `serve_ids` (for a pair model `question` int32 [batch, lq] and `answer` int32
+    [batch, la], token ids, 0 = padding, any batch size and lengths, plus `features` float32 [batch, f] for models
+    with pair features) and its numeric output (`score` float32 [batch] for a ranker). The output folder also
+    gets the export's assets (the vocabulary and, with pair features, `document_frequencies.tsv`) and the export
+    metadata (`keras_match.json`: truncation lengths, lowercase, ids), which a client needs to make the inputs
+    with `keras_match.text.TextEncoder.from_file(...).encode` and `keras_match.features.OverlapFeatures.from_file`.
 
     Args:
         saved_model_dir: a version folder written by `saved_model` (`BASE/<version>`).
         output_dir: the folder to create; default `BASE/onnx/<version>` (see `onnx_dir_for`). It must not exist.
         opset: ONNX opset, at most 18 (`MAX_ONNX_OPSET`).
         atol: the largest accepted |onnxruntime - TensorFlow| score difference.
-        samples: list of `(question_ids, answer_ids)` int32 batches (plus float32 `features` for models that
-            take them); default `sample_ids(...)` from the export metadata.
+        samples: list of `{input: array}` batches of the `serve_ids` inputs (or tuples in its order); default
+            `sample_inputs(metadata)`.
 
     Returns:
         `OnnxExport` (path of `model.onnx`, opset, max_abs_diff, num_samples).
@@ -540,17 +509,15 @@ def to_onnx(saved_model_dir, output_dir=None, *, opset=MAX_ONNX_OPSET, atol=1e-4
     target = pathlib.Path(output_dir) if output_dir is not None else onnx_dir_for(saved_model_dir)
     if target.exists():
         raise FileExistsError(f"{target} exists: ONNX exports are never overwritten")
-    num_features = int(metadata.get("num_features", 0))
     if samples is None:
-        samples = sample_ids(metadata["vocab_size"], metadata["max_question_length"],
-                             metadata["max_answer_length"], num_features=num_features)
+        samples = sample_inputs(metadata)
 
     loaded = tf.saved_model.load(str(saved_model_dir))
     function = getattr(loaded, signatures.IDS_SIGNATURE)
-    head = metadata.get("head", "softmax")
-    input_signature = tuple(signatures.tensor_specs(
-        signatures.signature_inputs(num_features, head)[signatures.IDS_SIGNATURE]))
-    (output_name,) = signatures.signature_outputs(head)[signatures.IDS_SIGNATURE]
+    ids_table = {name: (dtype, shape) for name, (dtype, shape) in
+                 metadata["signatures"][signatures.IDS_SIGNATURE].items()}
+    input_signature = tuple(signatures.tensor_specs(ids_table))
+    (output_name,) = metadata["outputs"][signatures.IDS_SIGNATURE]
     expected_names = sorted(spec.name for spec in input_signature)
     # tf2onnx's progress messages and TensorFlow's harmless "Issue encountered when serializing
     # table_initializer" warnings (the graph freezing meets the vocabulary table) are not for the user.
@@ -583,18 +550,18 @@ def to_onnx(saved_model_dir, output_dir=None, *, opset=MAX_ONNX_OPSET, atol=1e-4
     worst, count = 0.0, 0
     signature = loaded.signatures[signatures.IDS_SIGNATURE]
     for sample in samples:
-        if len(sample) != len(input_signature):
-            raise ValueError(f"each sample must hold {len(input_signature)} arrays "
-                             f"({', '.join(spec.name for spec in input_signature)}), got {len(sample)}")
-        feeds = {spec.name: np.asarray(value, dtype=spec.dtype.as_numpy_dtype)
-                 for spec, value in zip(input_signature, sample)}
-        question_ids, answer_ids = feeds["question"], feeds["answer"]
+        if not isinstance(sample, dict):  # a tuple in the table's order
+            sample = dict(zip(ids_table, sample)) if len(sample) == len(ids_table) else {}
+        if sorted(sample) != sorted(ids_table):
+            raise ValueError(f"each sample must hold the arrays {list(ids_table)}, got {sorted(sample)}")
+        feeds = {spec.name: np.asarray(sample[spec.name], dtype=spec.dtype.as_numpy_dtype)
+                 for spec in input_signature}
         expected = signature(**{k: tf.constant(v) for k, v in feeds.items()})[output_name].numpy()
         try:
             (got,) = _run_onnx(session, feeds, output_name)
         except Exception as error:
-            raise ExportVerificationError(f"onnxruntime failed on ids of shape {question_ids.shape} / "
-                                          f"{answer_ids.shape}: {error}") from error
+            shapes = ", ".join(f"{k} {v.shape}" for k, v in feeds.items())
+            raise ExportVerificationError(f"onnxruntime failed on inputs of shape {shapes}: {error}") from error
         got = np.asarray(got)
         if got.shape != expected.shape or not np.isfinite(got).all():
             raise ExportVerificationError(f"onnxruntime returned {got!r} where TensorFlow returned {expected!r}")
@@ -613,20 +580,15 @@ def to_onnx(saved_model_dir, output_dir=None, *, opset=MAX_ONNX_OPSET, atol=1e-4
             staged = tmp / "onnx"
             staged.mkdir()
             (staged / ONNX_FILE).write_bytes(model_proto.SerializeToString())
-            vocabulary = _asset(saved_model_dir, metadata["vocabulary_file"])
-            shutil.copyfile(vocabulary, staged / "vocabulary.txt")
-            onnx_inputs = {"question": "int32 [batch, lq]", "answer": "int32 [batch, la]"}
-            extra = {}
-            if num_features:
-                onnx_inputs["features"] = f"float32 [batch, {num_features}]"
-                frequencies = dict(metadata["overlap_features"], document_frequencies_file="document_frequencies.tsv")
-                shutil.copyfile(_asset(saved_model_dir, metadata["overlap_features"]["document_frequencies_file"]),
-                                staged / "document_frequencies.tsv")
-                extra["overlap_features"] = frequencies
-            onnx_metadata = dict(metadata, vocabulary_file="vocabulary.txt", **extra, onnx={
-                "opset": opset, "signature": serving.IDS_SIGNATURE, "max_abs_diff": worst, "num_samples": count,
-                "saved_model": str(saved_model_dir), "inputs": onnx_inputs,
-                "outputs": {output_name: "float32 [batch]" if output_name == "score" else "float32 [batch, classes]"}})
+            # the assets a client needs to make the inputs (vocabulary, document frequencies), under their names
+            for asset in sorted((saved_model_dir / "assets").iterdir()):
+                if asset.is_file():
+                    shutil.copyfile(asset, staged / asset.name)
+            onnx_metadata = dict(metadata, onnx={
+                "opset": opset, "signature": signatures.IDS_SIGNATURE, "max_abs_diff": worst, "num_samples": count,
+                "saved_model": str(saved_model_dir),
+                "inputs": {name: _describe_spec(spec) for name, spec in ids_table.items()},
+                "outputs": {output_name: _describe_spec(metadata["outputs"][signatures.IDS_SIGNATURE][output_name])}})
             (staged / "keras_match.json").write_text(json.dumps(onnx_metadata, indent=2) + "\n", encoding="utf-8")
             if target.exists():
                 raise FileExistsError(f"{target} appeared while exporting")
@@ -636,12 +598,11 @@ def to_onnx(saved_model_dir, output_dir=None, *, opset=MAX_ONNX_OPSET, atol=1e-4
     return OnnxExport(path=target / ONNX_FILE, opset=opset, max_abs_diff=worst, num_samples=count)
 
 
-def _asset(saved_model_dir, name):
-    """The asset file `name` of an exported version (found by name: the exporter keeps asset file names)."""
-    path = pathlib.Path(saved_model_dir) / "assets" / name
-    if not path.exists():
-        raise FileNotFoundError(f"{path} not found: the export's assets lack {name}")
-    return path
+def _describe_spec(spec):
+    """`"int32 [batch, n]"` for the table entry `("int32", [None, None])` (the first dimension is the batch)."""
+    dtype, shape = spec
+    dims = ["batch"] + ["n" if d is None else str(d) for d in list(shape)[1:]]
+    return f"{dtype} [{', '.join(dims)}]"
 
 
 def _run_onnx(session, feeds, output_name="score"):

@@ -147,8 +147,8 @@ class ListScorer(keras.Model):
     The scorer's weights are the only weights: saving the scorer saves what was trained.
 
     Call args:
-        inputs: dict of `question` / `answer` int32 `[batch, k, length]` and optional `features` float32
-            `[batch, k, f]`.
+        inputs: dict of the scorer's inputs with a list axis: token ids int32 `[batch, k, length]`, other inputs
+            `[batch, k, ...]` (pair features float32 `[batch, k, f]`).
 
     Returns:
         float32 `[batch, k]`.
@@ -166,8 +166,7 @@ class ListScorer(keras.Model):
         self.built = True  # the scorer is built; its weights are all there is
 
     def call(self, inputs, training=False):
-        first = inputs["question"]
-        k = ops.shape(first)[1]
+        k = ops.shape(next(iter(inputs.values())))[1]
         flat = {key: ops.reshape(value, (-1,) + tuple(ops.shape(value)[2:])) for key, value in inputs.items()}
         outputs = self.scorer(flat, training=training)
         return ops.reshape(ranking_score(self.head, outputs, logits=True), (-1, k))

@@ -2,8 +2,8 @@
 
 1. `Examples` are the flat text pairs of a split with their labels and groups (a ranking split's question
    ids; none for classification), made by the task (`keras_match.tasks`).
-2. `encode` maps the run's `PairPreprocessor` over them in a `tf.data` pipeline once: token ids (padded to the
-   maximum lengths) and the optional pair features, as numpy arrays.
+2. `encode` maps the run's preprocessor (`keras_match.preprocessors`) over them in a `tf.data` pipeline once: its
+   model inputs (token ids padded to the truncation lengths, and the optional pair features), as numpy arrays.
 3. `training_dataset` (each pass an epoch) and `training_epochs` (all epochs in one pass, as training uses
    them) draw each epoch's batch plan (`keras_match.batching`, chosen by the loss's mode) from a
    seed and the epoch number and gathers the batches: `[batch, length]` ids for pointwise, `[batch, 2, length]`
@@ -13,6 +13,8 @@
    returns its outputs in the caller's order.
 
 With bucketing (training's default), each epoch's batches hold examples of similar length (`keras_match.batching`).
+The functions that sort or trim by length take `sequence_inputs`, the preprocessor's token-id inputs in bucketing
+order (`Preprocessor.SEQUENCE_INPUTS`); nothing here names a text.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_match import batching, text
-from keras_match.preprocessing import TEXT_INPUTS, trim_padding
+from keras_match.preprocessors.base import trim_padding
 
 __all__ = ["Examples", "encode", "lengths_of", "training_dataset", "training_epochs", "TrainingEpochs", "predict", "ENCODE_BATCH", "PREDICT_BATCH"]
 
@@ -39,7 +41,8 @@ class Examples:
     """The flat examples of a split, in order.
 
     Attributes:
-        texts: `{"question": object array of str [n], "answer": ...}`, the preprocessor's inputs.
+        texts: `{text input: object array of str [n] (or [n, k] for a text input of rank 2)}`, the
+            preprocessor's raw-text inputs (`{"question": ..., "answer": ...}` for pairs).
         labels: int32 `[n]`: relevance labels (ranking) or class indices (classification).
         groups: object array `[n]` of question ids for ranking (what pairwise and listwise batches group by),
             or None.
@@ -59,29 +62,32 @@ def encode(preprocessor, texts, batch_size=ENCODE_BATCH) -> dict:
     """The model inputs of raw texts, mapping the preprocessor over a `tf.data` dataset.
 
     Args:
-        preprocessor: a `keras_match.preprocessing.PairPreprocessor`.
-        texts: `{"question": texts [n], "answer": texts [n]}` (lists or object arrays of str or bytes).
+        preprocessor: a `keras_match.preprocessors.Preprocessor`.
+        texts: `{text input: texts [n]}` for each of the preprocessor's `TEXT_INPUTS` (lists or object arrays of
+            str or bytes).
         batch_size: texts per preprocessor call.
 
     Returns:
-        dict of numpy arrays: int32 ids `[n, max_length]` per text input, float32 `features [n, f]` when the
-        preprocessor makes them; `n = 0` gives empty arrays of those widths.
+        dict of numpy arrays, one per model input: int32 ids `[n, max_length]` per token-id input, float32
+        `features [n, f]` when the preprocessor makes them; `n = 0` gives empty arrays of those widths.
 
     Raises:
         ValueError: the text inputs differ in length.
         TypeError: a text is neither str nor bytes (the message gives its index).
     """
-    columns = {key: np.asarray(texts[key], dtype=object) for key in TEXT_INPUTS}
+    preprocessor.check_texts(texts)
+    columns = {key: np.asarray(texts[key], dtype=object) for key in preprocessor.TEXT_INPUTS}
     sizes = {key: len(value) for key, value in columns.items()}
     if len(set(sizes.values())) > 1:
         raise ValueError(f"the text inputs must have the same length, got {sizes}")
-    n = sizes[TEXT_INPUTS[0]]
+    n = next(iter(sizes.values()))
     if n == 0:
         specs = preprocessor.model_input_specs()
-        widths = {"question": preprocessor.max_question_length, "answer": preprocessor.max_answer_length}
-        return {key: np.zeros([0, widths.get(key, spec.shape[-1])], spec.dtype.as_numpy_dtype)
+        widths = preprocessor.sequence_lengths()
+        return {key: np.zeros([0] + [widths.get(key, d) or 0 for d in spec.shape[1:-1]]
+                              + [widths.get(key, spec.shape[-1])], spec.dtype.as_numpy_dtype)
                 for key, spec in specs.items()}
-    strings = {key: text._as_string_batch(value) for key, value in columns.items()}  # str or UTF-8 bytes
+    strings = {key: text.as_string_batch(value) for key, value in columns.items()}  # str or UTF-8 bytes
     dataset = tf.data.Dataset.from_tensor_slices(strings).batch(batch_size).map(preprocessor)
     chunks = [{key: value.numpy() for key, value in batch.items()} for batch in dataset]
     return {key: np.concatenate([chunk[key] for chunk in chunks]) for key in chunks[0]}
@@ -105,20 +111,24 @@ def _gather(inputs, labels, index, mode):
     return batch, labels[index].astype(np.int32)
 
 
-ANSWER_LENGTH_STEP = 4
-"""Bucketing sorts by the answer length in steps of this many tokens first, then by the question length."""
+LENGTH_STEP = 4
+"""Bucketing sorts by the first token-id input's length in steps of this many tokens first, then by the others'."""
 
 
-def lengths_of(inputs) -> np.ndarray:
-    """A length sort key per example of encoded inputs: its answer's token count in steps of
-    `ANSWER_LENGTH_STEP`, then its question's, then the exact answer length (batches of neighbours in this
-    order are short in both texts)."""
-    question, answer = (np.count_nonzero(inputs[key], axis=-1) for key in TEXT_INPUTS)
-    return batching.length_keys(answer // ANSWER_LENGTH_STEP, question, answer)
+def lengths_of(inputs, sequence_inputs) -> np.ndarray:
+    """A length sort key per example of encoded inputs: the token count of the first of `sequence_inputs` in
+    steps of `LENGTH_STEP`, then the counts of the others, then the exact count of the first (for pairs, whose
+    `sequence_inputs` are `("answer", "question")`: the answer's length in steps of 4, the question's, the
+    answer's). Batches of neighbours in this order are short in every text. A token-id input of rank 3
+    (several texts per example) counts all its tokens."""
+    counts = [np.count_nonzero(np.asarray(inputs[key]).reshape(len(inputs[key]), -1), axis=-1)
+              for key in sequence_inputs]
+    first, rest = counts[0], counts[1:]
+    return batching.length_keys(first // LENGTH_STEP, *rest, first)
 
 
-def training_dataset(inputs, examples: Examples, mode, batch_size, seed, list_size=None, first_epoch=0,
-                     bucketing=False):
+def training_dataset(inputs, examples: Examples, mode, batch_size, seed, sequence_inputs, list_size=None,
+                     first_epoch=0, bucketing=False):
     """The training batches of a loss mode as a `tf.data.Dataset` of `(inputs, labels)`, reshuffled each epoch:
     each pass over it is the next epoch.
 
@@ -132,6 +142,7 @@ def training_dataset(inputs, examples: Examples, mode, batch_size, seed, list_si
         mode: `"pointwise"`, `"pairwise"` or `"listwise"`.
         batch_size: pairs per batch (pointwise), pairs of pairs (pairwise), candidates per batch (listwise).
         seed: int.
+        sequence_inputs: the token-id inputs in bucketing order (`Preprocessor.SEQUENCE_INPUTS`).
         list_size: listwise only: candidates sampled per question (None: all).
         first_epoch: the epoch number of the first pass over the dataset.
         bucketing: batch examples of similar length together (`keras_match.batching`); training turns it on
@@ -145,7 +156,7 @@ def training_dataset(inputs, examples: Examples, mode, batch_size, seed, list_si
         ValueError: a ranking mode without groups, or a plan without any batch (no question with both a
             positive and a negative candidate, say).
     """
-    plan_of = _planner(inputs, examples, mode, batch_size, seed, list_size, bucketing)
+    plan_of = _planner(inputs, examples, mode, batch_size, seed, list_size, bucketing, sequence_inputs)
     first_plan = _with_batches(plan_of(first_epoch), mode)
     epoch = [first_epoch]
     labels = np.asarray(examples.labels)
@@ -156,7 +167,7 @@ def training_dataset(inputs, examples: Examples, mode, batch_size, seed, list_si
         for index in plan:
             yield _gather(inputs, labels, index, mode)
 
-    dataset = _dataset(generate, inputs, mode)
+    dataset = _dataset(generate, inputs, mode, sequence_inputs)
     if mode != "listwise":  # a fixed number of batches per epoch: the progress bar knows the total
         dataset = dataset.apply(tf.data.experimental.assert_cardinality(len(first_plan)))
     return dataset.prefetch(2)
@@ -170,8 +181,8 @@ class TrainingEpochs:
     steps_per_epoch: int
 
 
-def training_epochs(inputs, examples: Examples, mode, batch_size, seed, epochs, list_size=None, first_epoch=0,
-                    bucketing=False) -> TrainingEpochs:
+def training_epochs(inputs, examples: Examples, mode, batch_size, seed, epochs, sequence_inputs, list_size=None,
+                    first_epoch=0, bucketing=False) -> TrainingEpochs:
     """The training batches of epochs `first_epoch` .. `epochs - 1` in one pass, for `fit(dataset,
     steps_per_epoch=..., initial_epoch=first_epoch, epochs=epochs)`.
 
@@ -194,7 +205,7 @@ def training_epochs(inputs, examples: Examples, mode, batch_size, seed, epochs, 
     """
     if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs <= first_epoch:
         raise ValueError(f"epochs must be an integer above first_epoch={first_epoch}, got {epochs!r}")
-    plan_of = _planner(inputs, examples, mode, batch_size, seed, list_size, bucketing)
+    plan_of = _planner(inputs, examples, mode, batch_size, seed, list_size, bucketing, sequence_inputs)
     plans = [plan_of(number) for number in range(epochs)]  # all of them: the count must not depend on resuming
     steps = len(_with_batches(max(plans, key=len), mode))
     if mode == "listwise":
@@ -210,10 +221,10 @@ def training_epochs(inputs, examples: Examples, mode, batch_size, seed, epochs, 
                 yield _gather(inputs, labels, index, mode)
 
     # no declared cardinality: Keras would make a fresh iterator when the count is reached, after the last epoch
-    return TrainingEpochs(_dataset(generate, inputs, mode).prefetch(2), steps)
+    return TrainingEpochs(_dataset(generate, inputs, mode, sequence_inputs).prefetch(2), steps)
 
 
-def _planner(inputs, examples, mode, batch_size, seed, list_size, bucketing):
+def _planner(inputs, examples, mode, batch_size, seed, list_size, bucketing, sequence_inputs):
     """`plan_of(epoch)`: the batch plan of an epoch (checks the mode and the groups first)."""
     labels = np.asarray(examples.labels)
     if mode not in batching.MODES:
@@ -221,7 +232,7 @@ def _planner(inputs, examples, mode, batch_size, seed, list_size, bucketing):
     if mode != "pointwise" and examples.groups is None:
         raise ValueError(f"{mode} batches need question groups; this data has none (classification?)")
     groups = examples.groups if examples.groups is not None else np.zeros(len(labels))
-    lengths = lengths_of(inputs) if bucketing else None
+    lengths = lengths_of(inputs, sequence_inputs) if bucketing else None
 
     def plan_of(number):
         return batching.plan(mode, groups, labels, batch_size, np.random.default_rng([seed, number]),
@@ -238,35 +249,35 @@ def _with_batches(plan, mode):
     return plan
 
 
-def _dataset(generate, inputs, mode):
+def _dataset(generate, inputs, mode, sequence_inputs):
     """`generate`'s `(inputs, labels)` batches as a `tf.data.Dataset`, each cut to its longest text."""
     extra = {"pointwise": 0, "pairwise": 1, "listwise": 1}[mode]
-    input_spec = {key: tf.TensorSpec([None] * (value.ndim + extra), tf.as_dtype(value.dtype))
-                  for key, value in inputs.items()}
-    for key in inputs:
-        if key not in TEXT_INPUTS:  # features keep their width
-            input_spec[key] = tf.TensorSpec([None] * (1 + extra) + [inputs[key].shape[-1]],
-                                            tf.as_dtype(inputs[key].dtype))
+    input_spec = {}
+    for key, value in inputs.items():  # token ids: any length; other inputs (features) keep their widths
+        inner = [None] * (value.ndim - 1) if key in sequence_inputs else list(value.shape[1:])
+        input_spec[key] = tf.TensorSpec([None] * (1 + extra) + inner, tf.as_dtype(value.dtype))
     label_spec = (tf.TensorSpec([None], tf.int32) if mode == "pointwise" else
                   tf.TensorSpec([None], tf.float32) if mode == "pairwise" else tf.TensorSpec([None, None], tf.float32))
     dataset = tf.data.Dataset.from_generator(generate, output_signature=(input_spec, label_spec))
-    return dataset.map(lambda x, y: (trim_padding(x), y))
+    return dataset.map(lambda x, y: (trim_padding(x, sequence_inputs), y))
 
 
-def predict(model, inputs, batch_size=PREDICT_BATCH) -> np.ndarray:
+def predict(model, inputs, sequence_inputs, batch_size=PREDICT_BATCH) -> np.ndarray:
     """The model's outputs for encoded inputs, in the caller's order.
 
-    The examples are scored sorted by length, in batches cut to their longest text (a batch costs what its
-    longest text costs; padding never changes an output), and put back in the order given. No examples give
-    an empty array (Keras' `predict` fails on an empty dataset).
+    The examples are scored sorted by length (`lengths_of` over `sequence_inputs`, the preprocessor's
+    token-id inputs), in batches cut to their longest text (a batch costs what its longest text costs; padding
+    never changes an output), and put back in the order given. No examples give an empty array (Keras'
+    `predict` fails on an empty dataset).
     """
-    n = len(inputs[TEXT_INPUTS[0]])
+    n = len(next(iter(inputs.values())))
     if n == 0:
         width = model.outputs[0].shape[-1]
         return np.zeros([0, width], np.float32)
-    order = np.argsort(lengths_of(inputs), kind="stable")
+    order = np.argsort(lengths_of(inputs, sequence_inputs), kind="stable")
     ordered = {key: np.asarray(value)[order] for key, value in inputs.items()}
-    dataset = tf.data.Dataset.from_tensor_slices(ordered).batch(batch_size).map(trim_padding)
+    dataset = tf.data.Dataset.from_tensor_slices(ordered).batch(batch_size).map(
+        lambda batch: trim_padding(batch, sequence_inputs))
     outputs = np.asarray(model.predict(dataset, verbose=0), dtype=np.float32)
     restored = np.empty_like(outputs)
     restored[order] = outputs

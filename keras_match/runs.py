@@ -2,10 +2,11 @@
 
 ```
 RUN_DIR/
-  config.json          the resolved preset, dataset, task, loss mode, seed, embeddings
-  preprocessor.json    the PairPreprocessor's config (keras_match.preprocessing)
-  vocabulary.txt       its vocabulary, one token per line (ids from 2; 0 = padding, 1 = OOV)
-  document_frequencies.tsv   with overlap features: the training texts' document frequencies
+  config.json          the zoo entry, its settings (model / training / preprocessing, each setting once), the
+                       dataset and its task, seed, vectors and the sha256 of every data file read
+  preprocessor.json    the preprocessor's config (keras_match.preprocessors)
+  vocabulary.txt       its vocabulary, one token per line (ids from 2; 0 = padding, 1 = OOV), and its other
+                       assets (document_frequencies.tsv with pair features)
   model.keras          the trained model (best dev figure)
   metrics.json         dev and test figures, the epoch history, wall time
   logs/                TensorBoard logs
@@ -14,9 +15,11 @@ RUN_DIR/
   .lock                held (flock) by the process that writes the run; holds its process id meanwhile
 ```
 
-Runs written before the preprocessor existed (no `preprocessor.json`) still load: their preprocessor is made from
-`config.json`'s truncation lengths, `vocabulary.txt` and `document_frequencies.tsv`, which is what they were
-trained with, and their output layer `probabilities` is read as the `"softmax"` head.
+Older runs still load: a `config.json` of the first layout (a `preset` with truncation lengths and pair features
+among its training settings, the task as a word) is read into today's (`read_config`), and runs written before
+the preprocessor existed (no `preprocessor.json`) get theirs from the preprocessor class's
+`from_legacy_config`, which is what they were trained with; their output layer `probabilities` is read as the
+`"softmax"` head.
 """
 
 from __future__ import annotations
@@ -32,11 +35,15 @@ import shutil
 import keras
 import numpy as np
 
-from keras_match import callbacks, heads, pipeline, preprocessing, storage, tasks
+from keras_match import callbacks, heads, pipeline, preprocessors, storage, tasks
+from keras_match.preprocessors.base import CONFIG_FILE as PREPROCESSOR_FILE
 from keras_match.storage import DamagedRunError, read_json  # noqa: F401  (part of this module's interface)
 
-__all__ = ["RunFiles", "Run", "load_run", "write_json", "save_model", "read_json", "check_resume", "locked",
-           "DamagedRunError", "RunInUseError", "ChangedInputError"]
+__all__ = ["RunFiles", "Run", "load_run", "write_json", "save_model", "read_json", "read_config", "check_resume",
+           "locked", "DamagedRunError", "RunInUseError", "ChangedInputError"]
+
+CONFIG_FORMAT = 2
+"""The layout of `config.json` written today (1: the first layout, read by `read_config`)."""
 
 
 @dataclasses.dataclass
@@ -46,9 +53,7 @@ class RunFiles:
     root: pathlib.Path
 
     config = property(lambda self: self.root / "config.json")
-    preprocessor = property(lambda self: self.root / preprocessing.CONFIG_FILE)
-    vocabulary = property(lambda self: self.root / preprocessing.VOCABULARY_FILE)
-    document_frequencies = property(lambda self: self.root / preprocessing.FREQUENCIES_FILE)
+    preprocessor = property(lambda self: self.root / PREPROCESSOR_FILE)
     model = property(lambda self: self.root / "model.keras")
     metrics = property(lambda self: self.root / "metrics.json")
     logs = property(lambda self: self.root / "logs")
@@ -83,9 +88,45 @@ def _json_default(obj):
     raise TypeError(f"not JSON serialisable: {type(obj)}")
 
 
-RESUME_KEYS = ("zoo", "preset", "dataset", "train_split", "seed", "max_train_questions", "embeddings",
-               "embeddings_sha256", "data_files", "overlap_features", "bm25_feature", "loss_mode")
+RESUME_KEYS = ("zoo", "settings", "dataset", "task", "train_split", "seed", "max_train_questions", "embeddings",
+               "embeddings_sha256", "data_files")
 """The settings a resumed run must share with the interrupted one."""
+
+
+def read_config(path, remedy="") -> dict:
+    """A run's `config.json`, in today's layout (`CONFIG_FORMAT`) whichever layout the file has.
+
+    The first layout kept the resolved preset as `preset` (truncation lengths, vocabulary settings and, at its
+    top level, the pair features among the training settings), the task as a word with `label_names` and
+    `no_positive_rule` beside it, and copies of the truncation lengths and pair features at the top level. Its
+    settings are sorted into today's sections by name.
+
+    Raises:
+        DamagedRunError: the file is not valid JSON (the message names it and `remedy`).
+    """
+    config = read_json(path, remedy)
+    if "settings" in config or "preset" not in config:
+        return config
+    from keras_match.settings import TrainingSettings, section_fields
+
+    preset = config["preset"]
+    training_names = set(section_fields(TrainingSettings))
+    training = {k: v for k, v in preset.get("training", {}).items() if k in training_names}
+    preprocessing = {k: v for k, v in preset.get("training", {}).items() if k not in training_names}
+    for key in ("overlap_features", "bm25_feature"):
+        preprocessing[key] = bool(preset.get(key, config.get(key, False)))
+    preprocessing.setdefault("lowercase", config.get("lowercase", True))
+    task = {"kind": config.get("task") or "ranking"}
+    if task["kind"] == "classification":
+        task["label_names"] = config.get("label_names")
+    else:
+        task["no_positive_rule"] = config.get("no_positive_rule") or "skip"
+    converted = {key: config[key] for key in ("zoo", "dataset", "train_split", "seed", "max_train_questions",
+                                              "embeddings", "embeddings_sha256", "data_files") if key in config}
+    converted.update(format=1, builder=preset.get("builder"), task=task,
+                     settings={"model": dict(preset.get("model", {})), "training": training,
+                               "preprocessing": preprocessing})
+    return converted
 
 
 LOCK_FILE = ".lock"
@@ -151,12 +192,13 @@ def check_resume(files: RunFiles, config: dict) -> bool:
     if not files.config.exists():
         return False
     if not finished_epochs(files):  # a start that failed before its first epoch ended: start afresh
-        for path in (files.config, files.preprocessor, files.vocabulary, files.document_frequencies):
+        assets = {name for cls in preprocessors.get_all().values() for name in cls.ASSET_FILES}
+        for path in [files.config, files.preprocessor] + [files.root / name for name in sorted(assets)]:
             path.unlink(missing_ok=True)
         shutil.rmtree(files.checkpoints, ignore_errors=True)
         shutil.rmtree(files.logs, ignore_errors=True)
         return False
-    previous = read_json(files.config, "choose another --run-dir, or delete this one to start afresh")
+    previous = read_config(files.config, "choose another --run-dir, or delete this one to start afresh")
     current = json.loads(json.dumps(config, default=_json_default))
     _check_inputs_unchanged(files, previous, current)
     changed = [key for key in RESUME_KEYS if previous.get(key) != current.get(key)]
@@ -192,14 +234,18 @@ def _check_inputs_unchanged(files, previous, current):
 class Run:
     """A trained model with its preprocessor and settings: scores raw text.
 
+    Texts are given as a dict under the preprocessor's text inputs (`{"question": [...], "answer": [...]}`
+    for pairs), or positionally in the preprocessor's order (`run.score(questions, answers)`).
+
     Attributes:
         model: the matching model (one head, see `keras_match.heads`).
-        preprocessor: the `keras_match.preprocessing.PairPreprocessor` it was trained with.
-        config: the run's `config.json` as a dict (may be minimal for a model exported without a run).
+        preprocessor: the `keras_match.preprocessors.Preprocessor` it was trained with.
+        config: the run's `config.json` as a dict (`read_config`; may be minimal for a model exported without a
+            run).
     """
 
     model: keras.Model
-    preprocessor: preprocessing.PairPreprocessor
+    preprocessor: preprocessors.Preprocessor
     config: dict = dataclasses.field(default_factory=dict)
 
     @property
@@ -209,43 +255,55 @@ class Run:
 
     @property
     def task(self):
-        """The run's task (`keras_match.tasks`), from its config."""
+        """The run's task (`keras_match.tasks`), from its config (ranking for a model exported without a run)."""
         return tasks.task_from_config(self.config)
 
     @property
     def label_names(self):
         """A classifier's class names (None for ranking models)."""
-        return tuple(self.config["label_names"]) if self.config.get("label_names") else None
+        return getattr(self.task, "label_names", None)
 
-    # the parts of the preprocessor the export metadata and older callers name
-    encoder = property(lambda self: self.preprocessor.encoder)
-    overlap = property(lambda self: self.preprocessor.overlap)
-    max_question_length = property(lambda self: self.preprocessor.max_question_length)
-    max_answer_length = property(lambda self: self.preprocessor.max_answer_length)
-
-    def predict(self, questions, answers, batch_size=pipeline.PREDICT_BATCH) -> np.ndarray:
-        """The model's outputs for raw text pairs: float32 `[n, units]` (`[n, 0]`-free: n = 0 gives `[0, units]`).
+    def texts(self, *texts, **named) -> dict:
+        """`{text input: texts}` from texts given positionally (in the preprocessor's order) or by name.
 
         Raises:
-            ValueError: `questions` and `answers` differ in length.
+            ValueError: too many texts, a text input missing, or text inputs of different lengths.
         """
-        if len(questions) != len(answers):
-            raise ValueError(
-                f"questions and answers must have the same length, got {len(questions)} and {len(answers)}"
-            )
-        inputs = pipeline.encode(self.preprocessor, {"question": questions, "answer": answers})
-        return pipeline.predict(self.model, inputs, batch_size)
+        names = list(self.preprocessor.TEXT_INPUTS)
+        if len(texts) == 1 and isinstance(texts[0], dict) and not named:
+            named, texts = dict(texts[0]), ()
+        if len(texts) > len(names):
+            raise ValueError(f"this run's model reads {len(names)} texts ({', '.join(names)}), got {len(texts)}")
+        given = {**dict(zip(names, texts)), **named}
+        missing = [name for name in names if name not in given]
+        if missing:
+            raise ValueError(f"missing text input(s) {missing}; this run's model reads {names}")
+        sizes = {name: len(given[name]) for name in names}
+        if len(set(sizes.values())) > 1:
+            raise ValueError("the text inputs must have the same length, got "
+                             + " and ".join(f"{size} {name}s" for name, size in sizes.items()))
+        return {name: given[name] for name in names}
 
-    def score(self, questions, answers, batch_size=pipeline.PREDICT_BATCH) -> np.ndarray:
-        """Relevance scores of raw question/answer pairs, float32 `[n]` (p(relevant) for a softmax head).
+    def predict(self, *texts, batch_size=pipeline.PREDICT_BATCH, **named) -> np.ndarray:
+        """The model's outputs for raw texts: float32 `[n, units]` (n = 0 gives `[0, units]`).
+
+        Raises:
+            ValueError: the text inputs differ in length or one is missing.
+        """
+        inputs = pipeline.encode(self.preprocessor, self.texts(*texts, **named))
+        return pipeline.predict(self.model, inputs, self.preprocessor.SEQUENCE_INPUTS, batch_size)
+
+    def score(self, *texts, batch_size=pipeline.PREDICT_BATCH, **named) -> np.ndarray:
+        """Relevance scores of raw examples (question/answer pairs), float32 `[n]` (p(relevant) for a softmax
+        head).
 
         Raises:
             ValueError: the lengths differ, or the model is a classifier (use `classify`).
         """
-        outputs = self.predict(questions, answers, batch_size)
+        outputs = self.predict(*texts, batch_size=batch_size, **named)
         return np.asarray(heads.ranking_score(self.head, outputs), np.float32)
 
-    def classify(self, first, second, batch_size=pipeline.PREDICT_BATCH):
+    def classify(self, *texts, batch_size=pipeline.PREDICT_BATCH, **named):
         """A classifier's class probabilities `[n, classes]` and predicted label names `[n]`.
 
         Raises:
@@ -253,54 +311,60 @@ class Run:
         """
         if self.head != "classification":
             raise ValueError(f"this run's model has a {self.head!r} head, not a classifier: use score()")
-        probabilities = self.predict(first, second, batch_size)
+        probabilities = self.predict(*texts, batch_size=batch_size, **named)
         names = np.asarray(self.label_names, dtype=object)
         return probabilities, names[np.argmax(probabilities, axis=-1)] if len(probabilities) else names[:0]
 
-    def evaluate(self, split, no_positive=None) -> dict:
-        """The task's figures on a split: MAP / MRR / P@1 (`no_positive`: the rule for questions without a
-        relevant candidate, default the run's) or accuracy / F1 for a classifier.
+    def evaluate(self, split, task=None) -> dict:
+        """The task's figures on a split: MAP / MRR / P@1 for a ranker, accuracy / F1 for a classifier.
+
+        Args:
+            split: a split of a loaded dataset.
+            task: the task to score with (the dataset's, `keras_match.tasks.task_for(dataset)`, which carries
+                the benchmark's own rules, such as its rule for questions without a relevant candidate); it must
+                be of the run's kind. Default: the run's task.
 
         Raises:
-            ValueError: the split is of the other task (a classification split for a ranker, a ranking split for
+            ValueError: the split is of another task (a classification split for a ranker, a ranking split for
                 a classifier), or a classification split's labels are not the run's, in the same order (a
-                SICK classifier scored on MSRP, say): its accuracy would be a silent wrong answer.
+                SICK classifier scored on MSRP, say): its figures would be a silent wrong answer.
         """
-        task = self.task
-        split_labels = getattr(split, "label_names", None)
-        if isinstance(task, tasks.ClassificationTask):
-            if split_labels is None:
-                raise ValueError(f"split {split.name!r} is a ranking split; this run is a classification model "
-                                 f"over {list(task.label_names)}")
-            if tuple(split_labels) != task.label_names:
-                raise ValueError(f"split {split.name!r} has the labels {list(split_labels)}; this run classifies "
-                                 f"into {list(task.label_names)} (same names, same order needed)")
-        elif split_labels is not None:
-            raise ValueError(f"split {split.name!r} is a classification split (labels {list(split_labels)}); "
-                             "this run is a ranker")
-        if isinstance(task, tasks.RankingTask) and no_positive is not None:
-            task = tasks.RankingTask(no_positive)
+        own = self.task
+        own.check_split(split)
+        if task is not None and task.kind != own.kind:
+            raise ValueError(f"split {split.name!r} is a {task.kind} split; this run is a {own.kind} model")
+        task = task if task is not None else own
+        if task is not own:
+            task.check_split(split)
         examples = task.examples(split)
         inputs = pipeline.encode(self.preprocessor, examples.texts)
-        return task.evaluate(self.head, pipeline.predict(self.model, inputs), examples)
+        outputs = pipeline.predict(self.model, inputs, self.preprocessor.SEQUENCE_INPUTS)
+        return task.evaluate(self.head, outputs, examples)
 
 
-def _legacy_preprocessor(files: RunFiles, config: dict):
-    """The preprocessor of a run written before `preprocessor.json` existed."""
-    overlap = bool(config.get("overlap_features"))
-    if overlap and not files.document_frequencies.exists():
-        raise FileNotFoundError(
-            f"{files.document_frequencies} not found: the run's model takes word-overlap features and needs the "
-            "document frequencies it was trained with"
-        )
-    return preprocessing.PairPreprocessor(
-        vocabulary=files.vocabulary,
-        max_question_length=config["max_question_length"],
-        max_answer_length=config["max_answer_length"],
-        lowercase=config.get("lowercase", True),
-        overlap_features=overlap,
-        document_frequencies=files.document_frequencies if overlap else None,
-    )
+def preprocessor_class_of(run_dir):
+    """The preprocessor class of a run folder, read from `preprocessor.json` (or, for a run written before it
+    existed, its zoo entry's family) without loading the vocabulary or the model: what the run's texts are.
+
+    Raises:
+        FileNotFoundError: the folder is not a keras-match run.
+        DamagedRunError: `preprocessor.json` or `config.json` is not valid JSON.
+    """
+    from keras_match import zoo
+
+    files = RunFiles(pathlib.Path(run_dir))
+    if files.preprocessor.exists():
+        name = read_json(files.preprocessor, "restore the file or retrain the run").get("class_name")
+        for cls in preprocessors.get_all().values():
+            if cls.__name__ == name:
+                return cls
+        raise DamagedRunError(f"{files.preprocessor} names the preprocessor {name!r}, which keras-match does not "
+                              "have; restore the file or retrain the run")
+    if not files.config.exists():
+        raise FileNotFoundError(f"{files.config} not found: {run_dir} is not a finished keras-match run")
+    config = read_config(files.config, "restore the file or retrain the run")
+    family = zoo.families().get(config.get("family")) or zoo.family_of(config["zoo"])
+    return family.preprocessor_class()
 
 
 def load_run(run_dir) -> Run:
@@ -311,16 +375,18 @@ def load_run(run_dir) -> Run:
             names the file).
     """
     files = RunFiles(pathlib.Path(run_dir))
-    for path in (files.config, files.vocabulary, files.model):
+    for path in (files.config, files.model):
         if not path.exists():
             raise FileNotFoundError(f"{path} not found: {run_dir} is not a finished keras-match run")
-    import keras_match.layers  # noqa: F401  (registers the custom layers for deserialisation)
+    from keras_match import zoo
 
-    config = read_json(files.config)
+    zoo.families()  # every family's layers are registered for deserialisation
+    config = read_config(files.config)
     if files.preprocessor.exists():
-        preprocessor = preprocessing.PairPreprocessor.load(files.root)
-    else:
-        preprocessor = _legacy_preprocessor(files, config)
+        preprocessor = preprocessors.Preprocessor.load(files.root)
+    else:  # a run written before preprocessor.json existed
+        family = zoo.families().get(config.get("family")) or zoo.family_of(config["zoo"])
+        preprocessor = family.preprocessor_class().from_legacy_config(files.root, config["settings"])
     try:
         model = keras.models.load_model(files.model)
     except Exception as error:  # Keras reports a truncated zip as "File not found" or a BadZipFile
@@ -330,8 +396,9 @@ def load_run(run_dir) -> Run:
     rows = _embedding_rows(model)
     if rows is not None and rows != preprocessor.vocab_size:
         raise DamagedRunError(
-            f"{files.vocabulary} gives {preprocessor.vocab_size} token ids but the model's embedding has {rows} "
-            "rows: the vocabulary file is damaged or from another run; restore it or retrain the run")
+            f"{files.root / preprocessor.VOCABULARY_FILE} gives {preprocessor.vocab_size} token ids but the model's "
+            f"embedding has {rows} rows: the vocabulary file is damaged or from another run; restore it or retrain "
+            "the run")
     return Run(model=model, preprocessor=preprocessor, config=config)
 
 

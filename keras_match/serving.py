@@ -1,7 +1,10 @@
 """Requests and responses of TensorFlow Serving for exported keras-match models, and its model config file.
 
-An exported ranking model (`keras_match.export.saved_model`) has three signatures (a classifier has the
-first two, with `probabilities` and `label` outputs; `keras_match.signatures` defines them all):
+The signatures of an export come from its preprocessor and task (`keras_match.signatures`; the export metadata's
+`signatures` table lists each one's inputs). `rest_body` and `grpc_request` build a request for any signature
+from a dict of inputs; the pair helpers below are their shorthand for pair models. An exported pair ranking
+model (`keras_match.export.saved_model`) has three signatures (a classifier has the first two, with
+`probabilities` and `label` outputs):
 
 | signature | inputs | outputs |
 | --- | --- | --- |
@@ -12,10 +15,12 @@ first two, with `probabilities` and `label` outputs; `keras_match.signatures` de
 This module builds what a client sends to a TF Serving model server and reads what it gets back, for both
 of its APIs:
 
-- REST (`POST http://HOST:8501/v1/models/NAME[/versions/V]:predict`): `rest_predict_body`, `rest_rank_body`
-  build the JSON body; `parse_rest_response` reads the answer.
-- gRPC (`tensorflow.serving.PredictionService/Predict` on port 8500): `grpc_predict_request`,
-  `grpc_rank_request` build a `PredictRequest`; `parse_predict_response` reads a `PredictResponse`.
+- REST (`POST http://HOST:8501/v1/models/NAME[/versions/V]:predict`): `rest_body` (any signature),
+  `rest_predict_body`, `rest_rank_body`, `rest_ids_body` (pairs) build the JSON body; `parse_rest_response`
+  reads the answer.
+- gRPC (`tensorflow.serving.PredictionService/Predict` on port 8500): `grpc_request` (any signature),
+  `grpc_predict_request`, `grpc_rank_request`, `grpc_ids_request` (pairs) build a `PredictRequest`;
+  `parse_predict_response` reads a `PredictResponse`.
 
 The tests check these against an imitation of the server's side (its JSON conversion and request decoding),
 which lives in `tests/tf_serving_emulation.py`, not in the package.
@@ -42,8 +47,8 @@ __all__ = [
     "DEFAULT_SIGNATURE",
     "IDS_SIGNATURE",
     "RANK_SIGNATURE",
-    "SIGNATURE_INPUTS",
-    "signature_inputs",
+    "rest_body",
+    "grpc_request",
     "rest_predict_body",
     "rest_rank_body",
     "rest_ids_body",
@@ -57,14 +62,11 @@ __all__ = [
     "read_warmup_file",
     "model_config_text",
     "write_model_config",
+    "rank_command",
     "WARMUP_FILE",
 ]
 
-from keras_match.signatures import DEFAULT_SIGNATURE, IDS_SIGNATURE, RANK_SIGNATURE, signature_inputs
-
-SIGNATURE_INPUTS = signature_inputs()
-"""The inputs of each signature of a ranking export: name -> (dtype name, shape with None for any size);
-`keras_match.signatures.signature_inputs(num_features, head)` gives them for any export."""
+from keras_match.signatures import DEFAULT_SIGNATURE, IDS_SIGNATURE, RANK_SIGNATURE
 
 WARMUP_FILE = "assets.extra/tf_serving_warmup_requests"
 """Where TF Serving looks for warmup requests, relative to a version folder."""
@@ -115,6 +117,48 @@ def _pairs(questions, answers):
 # ----------------------------------------------------------------------------------------------------- REST
 
 
+def _json_value(value):
+    """A JSON value for one input: texts as `_json_text` (nested lists kept), arrays as nested lists."""
+    if isinstance(value, (str, bytes)):
+        return _json_text(value)
+    if isinstance(value, np.ndarray) and value.dtype != object:
+        return value.tolist()
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [_json_value(item) for item in value]
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def rest_body(inputs, signature_name=DEFAULT_SIGNATURE):
+    """The REST `:predict` body of any signature, from its inputs by name.
+
+    When every input holds one item per example (lists or arrays of one length), the body is in the row format
+    (`"instances"`: one object per example); when an input is a single value (the `rank` signature's query),
+    in the columnar format (`"inputs"`), which TF Serving needs for a scalar input.
+
+    Args:
+        inputs: `{input: value}`: texts (`str` / `bytes`, lists of them), or numbers (array-likes).
+        signature_name: the signature (the export metadata's `signatures` table lists their inputs).
+
+    Returns:
+        dict ready for `json.dumps`. Bytes that are not UTF-8 are sent as `{"b64": ...}`, as TF Serving expects.
+
+    Raises:
+        ValueError: per-example inputs of different lengths.
+    """
+    values = {name: value if isinstance(value, (str, bytes)) else
+              (np.asarray(value) if not isinstance(value, (list, tuple)) else list(value))
+              for name, value in inputs.items()}
+    if any(isinstance(value, (str, bytes)) or (isinstance(value, np.ndarray) and value.ndim == 0)
+           for value in values.values()):  # a scalar input (no np.ndim on lists: mixed str / bytes must stay)
+        return {"signature_name": signature_name, "inputs": {k: _json_value(v) for k, v in values.items()}}
+    sizes = {name: len(value) for name, value in values.items()}
+    if len(set(sizes.values())) > 1:
+        raise ValueError(f"the inputs must hold one item per example each, got {sizes}")
+    count = next(iter(sizes.values()), 0)
+    return {"signature_name": signature_name,
+            "instances": [{name: _json_value(value[i]) for name, value in values.items()} for i in range(count)]}
+
+
 def rest_predict_body(questions, answers, signature_name=DEFAULT_SIGNATURE):
     """The REST `:predict` body scoring question/answer pairs (row format).
 
@@ -132,10 +176,7 @@ def rest_predict_body(questions, answers, signature_name=DEFAULT_SIGNATURE):
         TypeError: an item is not a text, or a single string is given instead of a list.
     """
     questions, answers = _pairs(questions, answers)
-    return {
-        "signature_name": signature_name,
-        "instances": [{"question": _json_text(q), "answer": _json_text(a)} for q, a in zip(questions, answers)],
-    }
+    return rest_body({"question": questions, "answer": answers}, signature_name)
 
 
 def rest_rank_body(question, answers):
@@ -154,10 +195,7 @@ def rest_rank_body(question, answers):
     if not isinstance(question, (str, bytes)):
         raise TypeError(f"question must be one text, got {type(question).__name__}")
     answers = _texts(answers, "answers")
-    return {
-        "signature_name": RANK_SIGNATURE,
-        "inputs": {"question": _json_text(question), "answers": [_json_text(a) for a in answers]},
-    }
+    return rest_body({"question": question, "answers": answers}, RANK_SIGNATURE)
 
 
 def _check_ids(question_ids, answer_ids, features):
@@ -189,11 +227,7 @@ def rest_ids_body(question_ids, answer_ids, features=None):
         ValueError: the arrays are not matrices of one batch size.
     """
     q, a, f = _check_ids(question_ids, answer_ids, features)
-    instances = [{"question": qi.tolist(), "answer": ai.tolist()} for qi, ai in zip(q, a)]
-    if f is not None:
-        for instance, fi in zip(instances, f):
-            instance["features"] = fi.tolist()
-    return {"signature_name": IDS_SIGNATURE, "instances": instances}
+    return rest_body({"question": q, "answer": a, **({"features": f} if f is not None else {})}, IDS_SIGNATURE)
 
 
 def parse_rest_response(response, output_names=None):
@@ -259,6 +293,51 @@ def _predict_request(model_name, signature_name, version, inputs):
     return request
 
 
+def grpc_request(inputs, model_name, signature_name=DEFAULT_SIGNATURE, table=None, version=None):
+    """A gRPC `PredictRequest` of any signature, from its inputs by name.
+
+    Args:
+        inputs: `{input: value}`: texts (`str` / `bytes`, or lists of them) or numbers (array-likes).
+        model_name: the model's name on the server (`--model_name` / `model_config_list` name).
+        signature_name: the signature.
+        table: the signature's inputs, `{input: (dtype name, shape)}` (the export metadata's `signatures` entry):
+            numbers are sent in its dtypes; without it, ints as int32 and floats as float32.
+        version: optional int, a specific version (default: the server's latest).
+
+    Returns:
+        `tensorflow_serving.apis.predict_pb2.PredictRequest`.
+
+    Raises:
+        ImportError: tensorflow-serving-api is not installed (`pip install keras-match[serving]`).
+    """
+    protos = {}
+    for name, value in inputs.items():
+        dtype = (table or {}).get(name, (None, None))[0]
+        if isinstance(value, (str, bytes)):
+            protos[name] = _tensor_proto(np.array(_text_array([value])[0], dtype=object), "string")
+        elif dtype == "string" or (dtype is None and _all_texts(value)):
+            protos[name] = _tensor_proto(_text_array_nd(value), "string")
+        else:
+            array = np.asarray(value)
+            wanted = dtype or ("int32" if np.issubdtype(array.dtype, np.integer) else "float32")
+            protos[name] = _tensor_proto(array.astype(wanted))
+    return _predict_request(model_name, signature_name, version, protos)
+
+
+def _all_texts(value):
+    flat = np.asarray(value, dtype=object).ravel()
+    return len(flat) > 0 and all(isinstance(item, (str, bytes)) for item in flat)
+
+
+def _text_array_nd(texts):
+    array = np.asarray(texts, dtype=object)
+    encoded = np.empty(array.shape, dtype=object)
+    for index in np.ndindex(*array.shape):
+        item = array[index]
+        encoded[index] = item.encode("utf-8") if isinstance(item, str) else item
+    return encoded
+
+
 def grpc_predict_request(questions, answers, model_name, signature_name=DEFAULT_SIGNATURE,
                          version=None):
     """A gRPC `PredictRequest` scoring question/answer pairs through the `serving_default` signature.
@@ -279,11 +358,8 @@ def grpc_predict_request(questions, answers, model_name, signature_name=DEFAULT_
         ValueError: `questions` and `answers` differ in length.
     """
     questions, answers = _pairs(questions, answers)
-    inputs = {
-        "question": _tensor_proto(_text_array(questions), "string"),
-        "answer": _tensor_proto(_text_array(answers), "string"),
-    }
-    return _predict_request(model_name, signature_name, version, inputs)
+    table = {"question": ("string", [None]), "answer": ("string", [None])}
+    return grpc_request({"question": questions, "answer": answers}, model_name, signature_name, table, version)
 
 
 def grpc_rank_request(question, answers, model_name, version=None):
@@ -298,25 +374,17 @@ def grpc_rank_request(question, answers, model_name, version=None):
     if not isinstance(question, (str, bytes)):
         raise TypeError(f"question must be one text, got {type(question).__name__}")
     answers = _texts(answers, "answers")
-    text = question.encode("utf-8") if isinstance(question, str) else question
-    inputs = {
-        "question": _tensor_proto(np.array(text, dtype=object), "string"),
-        "answers": _tensor_proto(_text_array(answers), "string"),
-    }
-    return _predict_request(model_name, RANK_SIGNATURE, version, inputs)
+    table = {"question": ("string", []), "answers": ("string", [None])}
+    return grpc_request({"question": question, "answers": answers}, model_name, RANK_SIGNATURE, table, version)
 
 
 def grpc_ids_request(question_ids, answer_ids, model_name, version=None, features=None):
     """A gRPC `PredictRequest` for the `serve_ids` signature (int32 id matrices, 0 = padding; `features`
     float32 `[batch, num_features]` for models that take pair features)."""
     q, a, f = _check_ids(question_ids, answer_ids, features)
-    inputs = {
-        "question": _tensor_proto(q.astype(np.int32)),
-        "answer": _tensor_proto(a.astype(np.int32)),
-    }
-    if f is not None:
-        inputs["features"] = _tensor_proto(f)
-    return _predict_request(model_name, IDS_SIGNATURE, version, inputs)
+    inputs = {"question": q, "answer": a, **({"features": f} if f is not None else {})}
+    table = {"question": ("int32", [None, None]), "answer": ("int32", [None, None]), "features": ("float32", [None])}
+    return grpc_request(inputs, model_name, IDS_SIGNATURE, table, version)
 
 
 def parse_predict_response(response):
@@ -326,23 +394,82 @@ def parse_predict_response(response):
     return {name: tf.make_ndarray(proto) for name, proto in response.outputs.items()}
 
 
+# ------------------------------------------------------------------------------------------- client command
+
+
+def rank_command(rank, description, default_port, argv=None):
+    """The command line of the example clients (`export/clients/`): one question, candidate answers, printed best
+    first (`rank<TAB>score<TAB>answer`).
+
+    Args:
+        rank: `rank(host, port, model, question, answers, signature, version) -> (scores, order)`, the client's
+            call of the server (REST or gRPC).
+        description: the command's description (`--help`).
+        default_port: the server's port when `--port` is not given (8501 REST, 8500 gRPC).
+        argv: the arguments (default `sys.argv[1:]`).
+
+    Returns:
+        `(scores, order)`.
+    """
+    import argparse
+
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--host", default="localhost")
+    parser.add_argument("--port", type=int, default=default_port, help=f"the server's port (default {default_port})")
+    parser.add_argument("--model", default="mcan_fm", help="the model's name on the server")
+    parser.add_argument("--version", type=int, default=None, help="a specific version (default: the latest)")
+    parser.add_argument("--signature", default=RANK_SIGNATURE, choices=[RANK_SIGNATURE, DEFAULT_SIGNATURE])
+    parser.add_argument("--question", required=True)
+    parser.add_argument("--answer", action="append", required=True, help="a candidate answer (repeat for each)")
+    args = parser.parse_args(argv)
+    scores, order = rank(args.host, args.port, args.model, args.question, args.answer, args.signature,
+                         args.version)
+    for position, i in enumerate(order, 1):
+        print(f"{position}\t{scores[i]:.4f}\t{args.answer[i]}")
+    return scores, order
+
+
 # --------------------------------------------------------------------------------------------------- warmup
 
-_WARMUP_QUESTIONS = ["who wrote hamlet ?", "When was the Teapot Dome scandal?"]
-_WARMUP_ANSWERS = ["Hamlet was written by William Shakespeare .", "The scandal broke in 1923 ."]
+_WARMUP_TEXTS = (["who wrote hamlet ?", "When was the Teapot Dome scandal?"],
+                 ["Hamlet was written by William Shakespeare .", "The scandal broke in 1923 ."])
+"""The texts of the warmup requests: the first text input of a signature gets the first list, the next the
+second, and so on (in turn)."""
 
 
-def warmup_requests(model_name="model", max_question_length=8, max_answer_length=8, large_batch=None,
-                    num_features=0, head="softmax"):
+def _warmup_inputs(inputs, sequence_lengths, count=2):
+    """Example inputs of one signature's table: `count` examples, texts from `_WARMUP_TEXTS`, token ids of a few
+    unknown words (id 1) in matrices as wide as the truncation lengths, zero features."""
+    values, texts = {}, 0
+    for name, (dtype, shape) in inputs.items():
+        if dtype == "string":
+            pool = _WARMUP_TEXTS[texts % len(_WARMUP_TEXTS)]
+            texts += 1
+            if len(shape) == 0:
+                values[name] = pool[0]
+            else:
+                column = [pool[i % len(pool)] for i in range(count)]
+                values[name] = column if len(shape) == 1 else [[text, ""] for text in column]
+        elif dtype.startswith("int"):
+            length = int(sequence_lengths.get(name, 8))
+            ids = np.zeros([count] + [2] * (len(shape) - 2) + [length], np.int32)
+            ids[..., : min(3, length)] = 1
+            values[name] = ids
+        else:
+            values[name] = np.zeros([count] + [int(d) for d in shape[1:]], np.float32)
+    return values
+
+
+def warmup_requests(model_name, signature_inputs, sequence_lengths, large_batch=None):
     """A few `PredictionLog` records, one per signature, that TF Serving replays before serving a version.
 
     Args:
         model_name: written into each request's `model_spec.name` (the server ignores it during warmup).
-        max_question_length, max_answer_length: lengths of the id matrices of the `serve_ids` request.
-        large_batch: optional int, add a `serving_default` request of this many pairs (to warm the path
+        signature_inputs: the export's signatures, `{signature: {input: (dtype name, shape)}}`
+            (`keras_match.signatures.signature_table`, the metadata's `signatures`).
+        sequence_lengths: `{token-id input: truncation length}`: the widths of the id matrices of `serve_ids`.
+        large_batch: optional int, add a `serving_default` request of this many examples (to warm the path
             that scores requests larger than one chunk, see `keras_match.export.CHUNK_SIZE`).
-        num_features: the `serve_ids` request carries a `features` input of this width when > 0.
-        head: the model's head; a classifier has no `rank` signature, so gets no `rank` request.
 
     Returns:
         list of `tensorflow_serving.apis.prediction_log_pb2.PredictionLog`.
@@ -351,20 +478,12 @@ def warmup_requests(model_name="model", max_question_length=8, max_answer_length
         ImportError: tensorflow-serving-api is not installed (`pip install keras-match[serving]`).
     """
     _, prediction_log_pb2 = _serving_apis()
-    question_ids = np.zeros((2, max_question_length), np.int32)
-    answer_ids = np.zeros((2, max_answer_length), np.int32)
-    question_ids[:, : min(3, max_question_length)] = 1
-    answer_ids[:, : min(5, max_answer_length)] = 1
-    requests = [
-        grpc_predict_request(_WARMUP_QUESTIONS, _WARMUP_ANSWERS, model_name),
-        grpc_ids_request(question_ids, answer_ids, model_name,
-                         features=np.zeros((2, num_features), np.float32) if num_features else None),
-    ]
-    if RANK_SIGNATURE in signature_inputs(num_features, head):
-        requests.append(grpc_rank_request(_WARMUP_QUESTIONS[0], _WARMUP_ANSWERS + ["", "Shakespeare"], model_name))
+    requests = [grpc_request(_warmup_inputs(inputs, sequence_lengths), model_name, name, inputs)
+                for name, inputs in signature_inputs.items()]
     if large_batch:
-        n = int(large_batch)
-        requests.append(grpc_predict_request((_WARMUP_QUESTIONS * n)[:n], (_WARMUP_ANSWERS * n)[:n], model_name))
+        inputs = signature_inputs[DEFAULT_SIGNATURE]
+        requests.append(grpc_request(_warmup_inputs(inputs, sequence_lengths, int(large_batch)), model_name,
+                                     DEFAULT_SIGNATURE, inputs))
     records = []
     for request in requests:
         record = prediction_log_pb2.PredictionLog()

@@ -3,13 +3,17 @@
 Pure Python (no TensorFlow import): the REST / gRPC client helpers of `keras_match.serving` read it too. Each
 spec is `(dtype name, shape)` with None for any size; `tensor_specs` turns a table into `tf.TensorSpec`s.
 
+Every export has `serving_default` (the preprocessor's raw-text inputs) and `serve_ids` (its model inputs: token
+ids and features), and whatever its task adds (`keras_match.tasks.Task.extra_signatures`). For a pair model:
+
 | signature | ranking heads (`softmax`, `score`) | classification head |
 | --- | --- | --- |
 | `serving_default` | `question`, `answer` string [batch] -> `score` float32 [batch] | -> `probabilities` float32 [batch, classes], `label` string [batch] |
 | `serve_ids` | `question`, `answer` int32 [batch, length] (+ `features` float32 [batch, f]) -> `score` | -> `probabilities` |
 | `rank` | `question` string [], `answers` string [n] -> `scores` float32 [n], `order` int32 [n] | (none) |
 
-`serve_ids` is the signature converted to ONNX.
+`serve_ids` is the signature converted to ONNX. The export metadata (`keras_match.export.read_metadata`) holds the
+tables of the written model under `signatures` (inputs) and `outputs`.
 """
 
 from __future__ import annotations
@@ -18,8 +22,7 @@ __all__ = [
     "DEFAULT_SIGNATURE",
     "IDS_SIGNATURE",
     "RANK_SIGNATURE",
-    "signature_inputs",
-    "signature_outputs",
+    "signature_table",
     "tensor_specs",
 ]
 
@@ -28,35 +31,21 @@ IDS_SIGNATURE = "serve_ids"
 RANK_SIGNATURE = "rank"
 
 
-def signature_inputs(num_features=0, head="softmax") -> dict:
+def signature_table(text_inputs: dict, model_inputs: dict, extras: dict | None = None) -> dict:
     """The inputs of each signature of an export: `{signature: {input: (dtype name, shape)}}`.
 
     Args:
-        num_features: width of the model's `features` input (0: none); `serve_ids` then takes it.
-        head: the model's head (`keras_match.heads`); a classifier has no `rank` signature.
+        text_inputs: the preprocessor's raw-text inputs, `{name: rank}` (`Preprocessor.TEXT_INPUTS`).
+        model_inputs: the model's inputs, `{name: (dtype name, shape)}` (`Preprocessor.model_input_specs`).
+        extras: the task's further signatures, `{signature: {input: (dtype name, shape)}}`.
     """
-    inputs = {
-        DEFAULT_SIGNATURE: {"question": ("string", [None]), "answer": ("string", [None])},
-        IDS_SIGNATURE: {"question": ("int32", [None, None]), "answer": ("int32", [None, None])},
-        RANK_SIGNATURE: {"question": ("string", []), "answers": ("string", [None])},
+    table = {
+        DEFAULT_SIGNATURE: {name: ("string", [None] * int(rank)) for name, rank in text_inputs.items()},
+        IDS_SIGNATURE: {name: (dtype, list(shape)) for name, (dtype, shape) in model_inputs.items()},
     }
-    if num_features:
-        inputs[IDS_SIGNATURE]["features"] = ("float32", [None, int(num_features)])
-    if head == "classification":
-        del inputs[RANK_SIGNATURE]
-    return inputs
-
-
-def signature_outputs(head="softmax", num_classes=None) -> dict:
-    """The outputs of each signature: `{signature: {output: (dtype name, shape)}}`."""
-    if head == "classification":
-        probabilities = {"probabilities": ("float32", [None, num_classes])}
-        return {DEFAULT_SIGNATURE: {**probabilities, "label": ("string", [None])}, IDS_SIGNATURE: probabilities}
-    return {
-        DEFAULT_SIGNATURE: {"score": ("float32", [None])},
-        IDS_SIGNATURE: {"score": ("float32", [None])},
-        RANK_SIGNATURE: {"scores": ("float32", [None]), "order": ("int32", [None])},
-    }
+    for name, inputs in (extras or {}).items():
+        table[name] = {key: (dtype, list(shape)) for key, (dtype, shape) in inputs.items()}
+    return table
 
 
 def tensor_specs(inputs: dict) -> list:

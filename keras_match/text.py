@@ -90,6 +90,7 @@ __all__ = [
     "OOV_TOKEN",
     "RESERVED_TOKENS",
     "tokenize",
+    "as_string_batch",
     "TextEncoder",
     "load_embeddings",
 ]
@@ -202,7 +203,7 @@ def _regex_tokenize(
     return tf_text.regex_split(texts, _SEPARATOR + "+|" + token, token)
 
 
-def _as_string_batch(texts) -> tf.Tensor:
+def as_string_batch(texts) -> tf.Tensor:
     """Converts a batch of texts to a ``tf.string`` tensor ``[batch]`` (symbolic tensors pass through)."""
     if isinstance(texts, tf.RaggedTensor):
         raise TypeError("texts must be a dense tf.string tensor [batch], not a tf.RaggedTensor")
@@ -256,7 +257,7 @@ def tokenize(texts, lowercase: bool = True) -> tf.RaggedTensor:
         >>> tokenize(["I don't know Mr. Smith's e-mail."]).to_list()[0]
         [b'i', b'do', b"n't", b'know', b'mr.', b'smith', b"'s", b'e-mail', b'.']
     """
-    return _regex_tokenize(_as_string_batch(texts), lowercase=bool(lowercase))
+    return _regex_tokenize(as_string_batch(texts), lowercase=bool(lowercase))
 
 
 # --------------------------------------------------------------------------------------------------------------

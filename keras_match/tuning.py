@@ -1,10 +1,11 @@
 """Keras Tuner over the papers' hyperparameter grids.
 
-A search space is a JSON file of the `tuning/` folder (installed as `keras_match.tuning_spaces`), one per paper,
-naming the zoo builders it serves and declaring each hyperparameter by the zoo setting it sets (`--set` names):
+A search space is a JSON file of the `tuning/` folder (installed as `keras_match.tuning_spaces`), one per model
+family (`tuning/<family>.json`, or the family's own `search_space`), declaring each hyperparameter by the zoo
+setting it sets (`--set` names):
 
 ```json
-{"builders": ["ctrn", "qrnn"], "source": "...",
+{"family": "ctrn", "source": "...",
  "hyperparameters": {"filters": {"type": "int", "min_value": 128, "max_value": 1024, "step": 128},
                      "learning_rate": {"type": "choice", "values": [0.001, 0.0001]}}}
 ```
@@ -12,10 +13,10 @@ naming the zoo builders it serves and declaring each hyperparameter by the zoo s
 Kinds: `int` (`min_value`, `max_value`, optional `step`), `float` (`min_value`, `max_value`, optional `step`,
 `sampling`), `choice` (`values`: JSON values; `null` and mixed kinds allowed), `boolean`, `fixed` (`value`).
 
-`MatchHyperModel` is a `keras_tuner.HyperModel` of a zoo entry on a dataset: the data, the preprocessor (whose
-vocabulary does not depend on the hyperparameters) and the embedding matrix are made once; `build(hp)` builds
-the entry's model with the trial's settings and `fit(hp, model)` trains it with the run's input pipeline
-(`keras_match.pipeline.training_epochs`, the batches of the loss's mode) and the dev evaluation of
+`MatchHyperModel` is a `keras_tuner.HyperModel` of a zoo entry on a dataset, made with the recipe of a training
+run (`keras_match.recipe.Recipe`): the data, the preprocessor (whose vocabulary does not depend on the
+hyperparameters) and the embedding matrix are made once; `build(hp)` builds the entry's model with the trial's
+settings and `fit(hp, model)` trains it with the run's batches (the loss mode's) and the dev evaluation of
 `keras_match.callbacks.DevEvaluationCallback`, which puts the dataset's own figure over the whole dev split into
 the epoch logs (`val_map` for ranking, `val_accuracy` for classification): that is the objective the oracle
 receives, not a per-batch Keras metric. `make_tuner` wraps it in one of Keras Tuner's tuners; `write_results`
@@ -43,10 +44,10 @@ try:
 except ImportError as error:  # pragma: no cover - the `tune` extra installs it
     raise ImportError("keras_match.tuning needs keras-tuner: pip install 'keras-match[tune]'") from error
 
-from keras_match import heads, pipeline, storage, training, zoo
-from keras_match import vectors as vectors_lib
+from keras_match import heads, storage, zoo
 from keras_match.callbacks import DevEvaluationCallback
 from keras_match.metrics import figure_name
+from keras_match.recipe import Recipe
 
 __all__ = ["space_for", "read_space", "declare", "MatchHyperModel", "make_tuner", "trial_rows", "write_results",
            "distributed_role", "TUNERS"]
@@ -57,32 +58,33 @@ _KINDS = {"int": ("min_value", "max_value"), "float": ("min_value", "max_value")
           "boolean": (), "fixed": ("value",)}
 
 
-def _space_files():
-    root = importlib.resources.files(SPACE_PACKAGE)
-    return sorted((p for p in root.iterdir() if p.name.endswith(".json")), key=lambda p: p.name)
-
-
 def space_for(name) -> dict:
-    """The search space of zoo entry `name`: the `tuning/` file whose `builders` list its builder.
+    """The search space of zoo entry `name`: its family's (`Family.search_space`, a dict or a file of `tuning/`,
+    by default `tuning/<family>.json`).
 
     Returns:
-        The file's JSON object, with `"file"` (its name) added.
+        The space's JSON object, with `"file"` (its name) added.
 
     Raises:
-        FileNotFoundError: no space file serves the entry's builder (the message names the file to add).
+        FileNotFoundError: the family has no search space (the message names the file to add).
         ValueError: the file is malformed, or names a setting the entry does not have.
     """
-    builder = zoo.describe(name)["builder"]
-    for path in _space_files():
-        try:
-            space = json.loads(path.read_text(encoding="utf-8"))
-        except ValueError as error:
-            raise ValueError(f"search space {path.name} is not valid JSON: {error}") from None
-        if builder in space.get("builders", []):
-            _check_space(name, space, path.name)
-            return dict(space, file=path.name)
-    raise FileNotFoundError(f"zoo entry {name!r} has no search space: add tuning/{builder}.json with "
-                            f"\"builders\": [\"{builder}\"] and its \"hyperparameters\"")
+    family = zoo.family_of(name)
+    space = family.search_space
+    if isinstance(space, dict):
+        _check_space(name, space, f"the {family.name} family's search space")
+        return dict(space, file=space.get("file", f"{family.name} (in memory)"))
+    file_name = space or f"{family.name}.json"
+    path = importlib.resources.files(SPACE_PACKAGE) / file_name
+    if not path.is_file():
+        raise FileNotFoundError(f"zoo entry {name!r} has no search space: add tuning/{file_name} with its "
+                                "\"hyperparameters\"")
+    try:
+        space = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as error:
+        raise ValueError(f"search space {file_name} is not valid JSON: {error}") from None
+    _check_space(name, space, file_name)
+    return dict(space, file=file_name)
 
 
 def read_space(path, name) -> dict:
@@ -199,21 +201,15 @@ class MatchHyperModel(kt.HyperModel):
             raise ValueError(f"{tuned} are searched by {self.space.get('file', 'the space')}; do not fix them")
         self.overrides = dict(overrides)
         self.train_split = train_split
-        dataset, self.task = training.load_training_data(data, data_dir=data_dir, train_split=train_split)
-        base, _ = training._resolve_preset(name, self.task, None, None, dict(self.overrides))
-        if embeddings_path == "default":
-            embeddings_path = training.default_embeddings_path(data_dir)
-        vectors = vectors_lib.load_vectors(embeddings_path) if embeddings_path else None
-        train_data = dataset["train"]
-        if max_train_questions:
-            train_data = train_data.head(max_train_questions)
-        self.train_examples = self.task.examples(train_data)
-        self.dev_examples = self.task.examples(dataset["dev"])
-        self.preprocessor = training.build_preprocessor(self.train_examples, base, vectors)
-        self.train_inputs = pipeline.encode(self.preprocessor, self.train_examples.texts)
-        self.dev_inputs = pipeline.encode(self.preprocessor, self.dev_examples.texts)
-        self.embeddings, _ = training.pretrained_embeddings(base, self.preprocessor, vectors, seed)
-        self.dataset_name = data if isinstance(data, str) else dataset.name
+        self.recipe = Recipe.prepare(name, data, data_dir=data_dir, train_split=train_split,
+                                     embeddings=embeddings_path, seed=seed, max_train_questions=max_train_questions,
+                                     **overrides)
+        self.task = self.recipe.task
+        self.preprocessor = self.recipe.preprocessor()
+        self.train_inputs = self.recipe.encode(self.preprocessor, self.recipe.train_examples)
+        self.dev_inputs = self.recipe.encode(self.preprocessor, self.recipe.dev_examples)
+        self.embeddings, _ = self.recipe.embeddings(self.preprocessor)
+        self.dataset_name = data if isinstance(data, str) else self.recipe.dataset.name
 
     @property
     def objective(self):
@@ -221,22 +217,19 @@ class MatchHyperModel(kt.HyperModel):
         return kt.Objective(f"val_{self.task.monitor}", direction="max")
 
     def settings(self, hp) -> dict:
-        """The trial's zoo settings: the fixed overrides and the space's values."""
+        """The trial's settings by name: the fixed overrides and the space's values."""
         return {**self.overrides, **declare(hp, self.space)}
 
-    def preset(self, hp) -> dict:
-        return self._preset_and_mode(hp)[0]
-
-    def _preset_and_mode(self, hp):
-        """The trial's resolved preset and its loss's batching mode (a space may search the loss too)."""
-        return training._resolve_preset(self.zoo_name, self.task, None, None, self.settings(hp))
+    def trial_settings(self, hp):
+        """The trial's `keras_match.settings.Settings` (a space may search the loss too)."""
+        return self.recipe.with_settings(**declare(hp, self.space))
 
     def build(self, hp):
         """The entry's model with the trial's settings, compiled for the loss's batching mode."""
-        preset, mode = self._preset_and_mode(hp)
+        settings = self.trial_settings(hp)
         keras.utils.set_random_seed(self.seed)
-        model = training.build_model(preset, self.preprocessor, self.embeddings)
-        return training._compile_for_mode(model, preset, mode)
+        model, _ = self.recipe.model(self.preprocessor, self.embeddings, settings)
+        return self.recipe.compile(model, settings)
 
     def fit(self, hp, model, *args, callbacks=None, epochs=None, initial_epoch=0, **kwargs):
         """Trains `model` on the training split and evaluates the dev split after every epoch.
@@ -248,20 +241,18 @@ class MatchHyperModel(kt.HyperModel):
             The Keras `History`, whose `val_<figure>` the tuner reads as the objective, with the fit's
             `epochs_run` and `trial_seconds` (see `_with_trial_totals`).
         """
-        preset, mode = self._preset_and_mode(hp)
-        settings = preset["training"]
-        epochs = int(epochs or settings["epochs"])
+        settings = self.trial_settings(hp)
+        epochs = int(epochs or settings.training.epochs)
         scorer = model.scorer if isinstance(model, heads.ListScorer) else model
-        dev = DevEvaluationCallback(training._evaluator(self.task, scorer, self.dev_inputs, self.dev_examples),
-                                    self.task.monitor, self.task.figures, scorer, None,
-                                    patience=settings["patience"])
-        batches = pipeline.training_epochs(self.train_inputs, self.train_examples, mode, settings["batch_size"],
-                                           self.seed, epochs, list_size=settings.get("list_size"),
-                                           first_epoch=initial_epoch, bucketing=bool(settings.get("bucketing", True)))
+        evaluate = self.recipe.evaluator(scorer, self.preprocessor, self.recipe.dev_examples, self.dev_inputs)
+        dev = DevEvaluationCallback(evaluate, self.task.monitor, self.task.figures, scorer, None,
+                                    patience=settings.training.patience)
+        batches = self.recipe.batches(self.preprocessor, self.train_inputs, self.recipe.train_examples,
+                                      first_epoch=initial_epoch, epochs=epochs, settings=settings)
         start = time.time()
         history = model.fit(batches.dataset, steps_per_epoch=batches.steps_per_epoch, epochs=epochs,
                             initial_epoch=initial_epoch,
-                            callbacks=[dev, *training.schedule_callbacks(preset), *(callbacks or [])],
+                            callbacks=[dev, *self.recipe.schedule_callbacks(settings), *(callbacks or [])],
                             verbose=self.verbose, shuffle=False)
         return _with_trial_totals(history, time.time() - start)
 
@@ -295,7 +286,7 @@ def make_tuner(hypermodel, kind, directory, *, max_trials=None, project="search"
     role = distributed_role()  # checks Keras Tuner's variables before any connection is made
     common = dict(objective=hypermodel.objective, seed=seed, max_consecutive_failed_trials=10)
     if kind == "hyperband":  # Keras Tuner's Hyperband tuner: it carries weights from one bracket round to the next
-        epochs = max_epochs or hypermodel.preset(kt.HyperParameters())["training"]["epochs"]
+        epochs = max_epochs or hypermodel.recipe.settings.training.epochs
         tuner = _HyperbandTuner(hypermodel=hypermodel, max_epochs=int(epochs), directory=str(directory),
                                 project_name=project, overwrite=False, **common)
     else:

@@ -1,251 +1,375 @@
-"""The model zoo: named presets (paper settings) behind `keras_match.zoo.load / names / describe`.
+"""The model zoo: families register themselves, presets name their settings (`keras_match.zoo.load / names /
+describe`).
 
-Each zoo entry is a JSON preset file under the top-level `zoo/` folder (installed as the package
-`keras_match.zoo_presets`), holding:
+A model family is a folder `keras_match/models/<family>/` whose `__init__.py` registers a `Family`: its
+builders, the rules of its model settings, the preprocessor its models read (`keras_match.preprocessors`),
+its search space (`tuning/<family>.json`) and, optionally, an `explain` function. The zoo finds every family
+folder by itself; a new family adds its folder, its presets (`zoo/<family>/*.json`), its search space and its
+tests, and no line elsewhere.
 
-- `builder`: the builder's name in `BUILDERS` (`"mcan"` -> `keras_match.models.build_mcan`);
-- `model`: the builder's keyword arguments, as the paper sets them;
-- `training`: optimizer, learning rate, batch size, epochs, early-stopping patience, loss and the
-  truncation lengths the training loop uses;
-- `dataset`: the benchmark the settings are for; `reported`: the paper's figures on it; `paper`: the citation.
+A zoo entry is a JSON preset file `zoo/<family>/<entry>.json` (installed as the package
+`keras_match.zoo_presets`):
 
-Overrides are given by name: `load("mcan_fm", lstm_units=100, learning_rate=1e-3)`; a name that is neither a
-model nor a training setting raises `ValueError` listing the valid ones.
+- `builder`: the builder's name within the family (`"mcan"`, `"qrnn"` ...);
+- `description`: one line; `notes`: named paragraphs (why each setting is what it is);
+- `model`: the builder's keyword arguments, as the paper sets them; `training`: `TrainingSettings`;
+  `preprocessing`: the preprocessor's settings (truncation lengths, pair features, vocabulary);
+- `dataset`: the benchmark the settings are for; `reported`: the paper's figures on it; `paper`: the citation;
+- `extends`: another entry whose preset this one starts from. `model`, `training`, `preprocessing` and `notes`
+  are merged key by key (the entry's own keys win), `unset` (`{"model": ["alignment"]}`) removes inherited keys,
+  and every other key replaces the inherited one;
+- `abstract: true`: a preset written only to be extended (not listed by `names()`, not loadable).
+
+Overrides are given by name: `load("mcan_fm", lstm_units=100, learning_rate=1e-3)`; a name that is no setting
+of the entry raises `ValueError` listing the valid ones.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import importlib.resources
+import inspect
 import json
 import pathlib
+import typing
 
 import keras
 
+from keras_match.registries import Registry
+from keras_match.settings import NON_NEGATIVE_NUMBER
+from keras_match.settings import OPTIONAL_POSITIVE_INT
+from keras_match.settings import OPTIONAL_RATE
+from keras_match.settings import POSITIVE_INT
+from keras_match.settings import RATE
+from keras_match.settings import Rule
+from keras_match.settings import Settings
+from keras_match.settings import TrainingSettings
+from keras_match.settings import check_value
+from keras_match.settings import section_fields
 
-BUILDERS = {
-    "mcan": "keras_match.models.mcan:build_mcan",
-    "ctrn": "keras_match.models.ctrn:build_ctrn",
-    "qrnn": "keras_match.models.ctrn:build_qrnn_matcher",
-    "compare_aggregate": "keras_match.models.compare_aggregate:build_compare_aggregate",
+__all__ = ["Family", "register", "unregister", "families", "family_of", "names", "describe", "resolve", "build", "load",
+           "optimizer", "compile_model", "read_config", "COMMON_MODEL_RULES"]
+
+PRESET_PACKAGE = "keras_match.zoo_presets"
+SECTIONS = ("model", "training", "preprocessing")
+_MERGED = SECTIONS + ("notes",)
+
+COMMON_MODEL_RULES = {
+    "dropout": RATE,
+    "embedding_dropout": OPTIONAL_RATE,
+    "l2": NON_NEGATIVE_NUMBER,
+    "embedding_dim": POSITIVE_INT,
+    "projection_dim": OPTIONAL_POSITIVE_INT,
+    "trainable_embeddings": Rule(lambda v: isinstance(v, bool), "true or false"),
 }
-
-# Arguments the zoo fills in itself; the rest of a builder's arguments come from the preset or overrides.
-# `num_features` follows the preset's pair features (the preprocessor makes them).
-_DATA_ARGS = ("vocab_size", "embeddings", "num_features")
-
-PAIR_FEATURES = {"overlap_features": 4, "bm25_feature": 1}
-"""The pair-feature switches of a preset (top-level keys, default false) and the width each adds to the model's
-`features` input: the four word-overlap features of Severyn & Moschitti, the answer's BM25 score."""
-
-TRAINING_DEFAULTS = {"loss": "pointwise", "list_size": None, "bucketing": True, "max_vocabulary": None,
-                     "missing_vectors": "random", "lr_decay": None}
-"""Training settings every preset has (a preset file may set them): the loss, whose mode chooses the batching
-(`keras_match.losses`: `pointwise`, `pairwise_hinge`, `listwise_softmax`), the listwise sample size (None:
-every candidate of a question), length bucketing of the training batches (`keras_match.batching`), and how many
-words of the pretrained vector file join the training words in the vocabulary of a model with frozen
-embeddings (None: all of them; 0: training words only; N: the file's N most frequent), and the initial vector of a
-vocabulary word the vector file lacks (`"random"` or `"zero"`, `keras_match.text.load_embeddings`), and the factor
-the learning rate is multiplied by after every epoch (None: constant; `keras_match.training.schedule_callbacks`)."""
+"""Rules of model settings that several families share; a family's own `rules` add to (and win over) these."""
 
 
-def _preset_files():
-    root = importlib.resources.files("keras_match.zoo_presets")
-    return {p.name[: -len(".json")]: p for p in root.iterdir() if p.name.endswith(".json")}
+@dataclasses.dataclass(frozen=True)
+class Family:
+    """A model family's registration.
+
+    Args:
+        name: the family's name, also its folder under `zoo/` and its search space `tuning/<name>.json`.
+        builders: `{builder name: function}`; a builder takes the preprocessor's model arguments
+            (`vocab_size`, and `num_features` for pair features), `embeddings` and its model settings, and
+            returns an uncompiled `keras.Model` ending in a head of `keras_match.heads`.
+        preprocessor: the name of the preprocessor its models read (`keras_match.preprocessors`), `"pair"` by
+            default.
+        rules: `{model setting: keras_match.settings.Rule}` for its model settings (added to
+            `COMMON_MODEL_RULES`); settings without a rule keep the kind of the preset's value.
+        search_space: a search-space dict, or the file name under `tuning/` (default `"<name>.json"`).
+        explain: optional `explain(run, texts, out, window=None) -> list of str`, what `keras-match explain`
+            prints after writing the plot `out`.
+        presets: optional `{entry: preset dict}` held in memory (a family defined outside the package, a test's);
+            default: the JSON files of `zoo/<name>/`.
+    """
+
+    name: str
+    builders: dict
+    preprocessor: str = "pair"
+    rules: dict = dataclasses.field(default_factory=dict)
+    search_space: typing.Any = None
+    explain: typing.Callable | None = None
+    presets: dict | None = None
+
+    def builder(self, name):
+        """The builder function `name`.
+
+        Raises:
+            ValueError: the family has no such builder.
+        """
+        if name not in self.builders:
+            raise ValueError(f"family {self.name!r} has no builder {name!r}; its builders: {sorted(self.builders)}")
+        return self.builders[name]
+
+    def model_rules(self) -> dict:
+        return {**COMMON_MODEL_RULES, **self.rules}
+
+    def preprocessor_class(self):
+        from keras_match import preprocessors
+
+        return preprocessors.get(self.preprocessor)
+
+
+_FAMILIES = Registry("keras_match.models", "model family", packages_only=True)
+
+
+def register(family: Family) -> Family:
+    """Adds `family` to the zoo (a family of the same name is replaced). Returns it.
+
+    Raises:
+        ValueError: `family` is not a `Family`, or one of its builder names belongs to another family.
+    """
+    if not isinstance(family, Family):
+        raise ValueError(f"register takes a keras_match.zoo.Family, got {type(family).__name__}")
+    for other in _FAMILIES.so_far().values():
+        shared = sorted(set(other.builders) & set(family.builders))
+        if other.name != family.name and shared:
+            raise ValueError(f"family {family.name!r}: builder names {shared} belong to family {other.name!r}")
+    return _FAMILIES.register(family.name, family)
+
+
+unregister = _FAMILIES.unregister
+"""Removes the family `name` from the zoo (a family defined for a while, a test's). Returns it, or None."""
+
+
+def families() -> dict:
+    """`{name: Family}` of every registered family (the package's family folders are imported on first use)."""
+    return _FAMILIES.all()
+
+
+def _raw_presets() -> dict:
+    """`{entry: (family name, preset dict as written)}` of every family."""
+    found = {}
+    root = importlib.resources.files(PRESET_PACKAGE)
+    for family in families().values():
+        if family.presets is not None:
+            items = [(name, copy.deepcopy(preset)) for name, preset in family.presets.items()]
+        else:
+            folder = root / family.name
+            items = []
+            if folder.is_dir():
+                for path in sorted(folder.iterdir(), key=lambda p: p.name):
+                    if path.name.endswith(".json"):
+                        items.append((path.name[: -len(".json")], _read_preset(path)))
+        for name, preset in items:
+            if name in found:
+                raise ValueError(f"zoo entry {name!r} is defined by families {found[name][0]!r} and {family.name!r}")
+            found[name] = (family.name, preset)
+    return found
+
+
+def _read_preset(path):
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as error:
+        raise ValueError(f"zoo preset {path}: not valid JSON ({error})") from None
+
+
+def _merge(parent: dict, child: dict) -> dict:
+    merged = copy.deepcopy(parent)
+    merged.pop("abstract", None)
+    for key, value in child.items():
+        if key in _MERGED and isinstance(value, dict):
+            merged[key] = {**merged.get(key, {}), **copy.deepcopy(value)}
+        elif key not in ("extends", "unset"):
+            merged[key] = copy.deepcopy(value)
+    for section, keys in (child.get("unset") or {}).items():
+        for key in keys:
+            merged.get(section, {}).pop(key, None)
+    return merged
+
+
+def _expanded(name, raw, chain=()):
+    if name in chain:
+        raise ValueError(f"zoo presets extend each other in a circle: {' -> '.join(chain + (name,))}")
+    if name not in raw:
+        raise ValueError(f"zoo entry {chain[-1]!r} extends {name!r}, which is no zoo preset")
+    family, preset = raw[name]
+    parent_name = preset.get("extends")
+    if parent_name is None:
+        merged = _merge({}, preset)
+        merged["abstract"] = bool(preset.get("abstract"))
+        return family, merged
+    parent_family, parent = _expanded(parent_name, raw, chain + (name,))
+    if parent_family != family:
+        raise ValueError(f"zoo entry {name!r} ({family}) extends {parent_name!r} of another family ({parent_family})")
+    merged = _merge(parent, preset)
+    merged["abstract"] = bool(preset.get("abstract"))
+    return family, merged
 
 
 def names():
-    """Every zoo entry's name, sorted."""
-    return sorted(_preset_files())
+    """Every zoo entry's name (abstract presets excluded), sorted."""
+    raw = _raw_presets()
+    return sorted(name for name in raw if not _expanded(name, raw)[1]["abstract"])
+
+
+def family_of(name) -> Family:
+    """The `Family` of zoo entry `name`."""
+    return families()[describe(name)["family"]]
 
 
 def describe(name):
-    """The preset of zoo entry `name` as a dict (a deep copy: editing it changes nothing).
+    """The preset of zoo entry `name` as a dict, `extends` applied, every section with its defaults (a copy).
+
+    Keys: `name`, `family`, `builder`, `description`, `notes` (dict), `paper`, `model`, `training`,
+    `preprocessing`, `dataset`, `reported`.
 
     Raises:
-        ValueError: `name` is not a zoo entry (the message lists the entries).
+        ValueError: `name` is not a zoo entry (the message lists the entries), or its preset is malformed.
     """
-    files = _preset_files()
-    if name not in files:
-        raise ValueError(f"unknown zoo entry {name!r}; the zoo has: {', '.join(sorted(files))}")
-    preset = json.loads(files[name].read_text(encoding="utf-8"))
-    preset["name"] = name
-    preset["training"] = {**TRAINING_DEFAULTS, **preset["training"]}
-    for key in PAIR_FEATURES:
-        preset.setdefault(key, False)
-    return copy.deepcopy(preset)
+    raw = _raw_presets()
+    if name not in raw or _expanded(name, raw)[1]["abstract"]:
+        listed = sorted(n for n in raw if not _expanded(n, raw)[1]["abstract"])
+        raise ValueError(f"unknown zoo entry {name!r}; the zoo has: {', '.join(listed)}")
+    family_name, preset = _expanded(name, raw)
+    family = families()[family_name]
+    if "builder" not in preset or "model" not in preset:
+        raise ValueError(f"zoo preset {name!r} names no builder or model settings")
+    family.builder(preset["builder"])
+    preprocessing_class = family.preprocessor_class().Settings
+    preset.pop("abstract", None)
+    preset.update(
+        name=name,
+        family=family_name,
+        notes=dict(preset.get("notes") or {}),
+        training={**TrainingSettings().to_dict(), **preset.get("training", {})},
+        preprocessing={**preprocessing_class().to_dict(), **preset.get("preprocessing", {})},
+    )
+    for key in ("description", "paper", "dataset", "reported"):
+        preset.setdefault(key, None)
+    return preset
 
 
-def resolve(name, **overrides):
-    """The preset of `name` with `overrides` applied to its `model` or `training` section by key.
+def _builder_arguments(family, builder):
+    return list(inspect.signature(family.builder(builder)).parameters)
 
-    `overlap_features=True/False` switches the four word-overlap pair features on or off, `bm25_feature` the
-    answer's BM25 score (the preprocessor computes them; `build` gives the model a `features` input of their
-    width, concatenated before its prediction layers).
+
+def builder_arguments(settings: Settings) -> list:
+    """The names of the arguments the builder of `settings` takes."""
+    return _builder_arguments(families()[settings.family], settings.builder)
+
+
+def resolve(name, **overrides) -> Settings:
+    """The settings of zoo entry `name` with `overrides` applied by name, checked.
 
     Returns:
-        dict with keys `name`, `builder`, `model`, `training`, `dataset`, `reported`, `paper`.
+        `keras_match.settings.Settings`.
 
     Raises:
-        ValueError: unknown entry, or an override that names no model or training setting.
+        ValueError: unknown entry, a setting that the entry does not have (the message lists the valid ones),
+            or a value that breaks its rule (the message names the setting and what it must be).
     """
     preset = describe(name)
-    model, training = preset["model"], preset["training"]
+    family = families()[preset["family"]]
+    preprocessor_class = family.preprocessor_class()
+    data_arguments = set(preprocessor_class.MODEL_ARGUMENTS) | {"embeddings"}
+    builder_arguments = [a for a in _builder_arguments(family, preset["builder"]) if a not in data_arguments]
+    model, training, preprocessing = dict(preset["model"]), preset["training"], preset["preprocessing"]
+    rules = family.model_rules()
     unknown = []
     for key, value in overrides.items():
-        if key in PAIR_FEATURES:
-            if value and "num_features" not in _builder_arguments(preset["builder"], data_arguments=True):
-                raise ValueError(f"zoo entry {name!r}: its builder {preset['builder']!r} takes no pair features, "
-                                 f"so {key} cannot be switched on")
-            preset[key] = bool(value)
-        elif key in training:
+        if key in training:
             training[key] = value
-        elif key in model or key in _builder_arguments(preset["builder"]):
+        elif key in preprocessing:
+            preprocessing[key] = value
+        elif key in model or key in builder_arguments:
+            check_value(key, value, rules.get(key), preset["model"].get(key))
             model[key] = value
         else:
             unknown.append(key)
     if unknown:
-        valid = sorted(
-            set(model) | set(training) | set(_builder_arguments(preset["builder"])) | set(PAIR_FEATURES)
-        )
-        raise ValueError(
-            f"zoo entry {name!r}: unknown setting(s) {unknown}; valid settings are {valid}"
-        )
-    defaults = describe(name)
-    for key, value in overrides.items():
-        check_setting(key, value, defaults)
-    return preset
+        valid = sorted(set(model) | set(training) | set(preprocessing) | set(builder_arguments))
+        raise ValueError(f"zoo entry {name!r}: unknown setting(s) {unknown}; valid settings are {valid}")
+    settings = Settings(
+        name=name,
+        family=family.name,
+        builder=preset["builder"],
+        model=model,
+        training=TrainingSettings.from_dict(training, f"zoo entry {name!r}"),
+        preprocessing=preprocessor_class.Settings.from_dict(preprocessing, f"zoo entry {name!r}"),
+    )
+    _check_model_arguments(settings, family, preprocessor_class)
+    return settings
 
 
-# The rules a setting's value must follow: (test, what it must be). Keys not listed follow their preset value's
-# kind (a number stays a number, text stays text, true / false stay booleans).
-_POSITIVE_INT = (lambda v: _is_int(v) and v >= 1, "an integer >= 1")
-_RULES = {
-    "learning_rate": (lambda v: _is_number(v) and v > 0, "a number > 0"),
-    "l2": (lambda v: _is_number(v) and v >= 0, "a number >= 0"),
-    "clipnorm": (lambda v: v is None or (_is_number(v) and v > 0), "null or a number > 0"),
-    "dropout": (lambda v: _is_number(v) and 0 <= v < 1, "a number in [0, 1)"),
-    "embedding_dropout": (lambda v: v is None or (_is_number(v) and 0 <= v < 1), "null or a number in [0, 1)"),
-    "lstm_dropout": (lambda v: v is None or (_is_number(v) and 0 <= v < 1), "null or a number in [0, 1)"),
-    "patience": (lambda v: _is_int(v) and v >= 0, "an integer >= 0"),
-    "list_size": (lambda v: v is None or (_is_int(v) and v >= 2), "null or an integer >= 2"),
-    "max_vocabulary": (lambda v: v is None or (_is_int(v) and v >= 0), "null or an integer >= 0"),
-    "missing_vectors": (lambda v: v in ("random", "zero"), '"random" or "zero"'),
-    "lr_decay": (lambda v: v is None or (_is_number(v) and 0 < v <= 1), "null or a number in (0, 1]"),
-    "projection_dim": (lambda v: v is None or (_is_int(v) and v >= 1), "null or an integer >= 1"),
-    "attention_units": (lambda v: v is None or (_is_int(v) and v >= 1), "null or an integer >= 1"),
-    **{key: _POSITIVE_INT for key in ("epochs", "batch_size", "max_question_length", "max_answer_length",
-                                      "vocab_size", "lstm_units", "highway_units", "fm_factors", "filters",
-                                      "dense_units", "kernel_size", "num_dense_layers", "embedding_dim")},
-}
+def _check_model_arguments(settings, family, preprocessor_class):
+    """A preprocessing setting that gives the model an input its builder does not take fails here."""
+    taken = _builder_arguments(family, settings.builder)
+    for argument, value in preprocessor_class.default_model_arguments(settings.preprocessing).items():
+        if value and argument not in taken:
+            raise ValueError(f"zoo entry {settings.name!r}: its builder {settings.builder!r} takes no {argument}, "
+                             f"so the preprocessing settings {preprocessor_class.describe_argument(argument)} "
+                             "cannot be switched on")
 
 
-def _is_int(value):
-    return isinstance(value, int) and not isinstance(value, bool)
+def build(settings: Settings, embeddings=None, **model_arguments):
+    """The (uncompiled) model of resolved `settings`.
 
-
-def _is_number(value):
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def check_setting(key, value, preset):
-    """Raises ValueError naming `key` when `value` breaks its rule (`_RULES`) or, for other settings, is not of
-    the kind of the preset's value (number, text, boolean). Pair-feature switches must be booleans."""
-    if key in _RULES:
-        test, wanted = _RULES[key]
-        if not test(value):
-            raise ValueError(f"setting {key}={json.dumps(value)}: must be {wanted}")
-        return
-    default = preset.get(key, preset["model"].get(key, preset["training"].get(key)))
-    kinds = ((bool, "true or false"), (str, "text"), ((int, float), "a number"))
-    for kind, wanted in kinds:  # bool first: a bool is also an int
-        if isinstance(default, kind):
-            if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
-                raise ValueError(f"setting {key}={json.dumps(value)}: must be {wanted}, like the preset's "
-                                 f"{json.dumps(default)}")
-            return
-
-
-def get_builder(builder):
-    """The builder function registered under `builder` (e.g. `"mcan"`)."""
-    if builder not in BUILDERS:
-        raise ValueError(f"unknown builder {builder!r}; known builders: {sorted(BUILDERS)}")
-    module, attr = BUILDERS[builder].split(":")
-    return getattr(importlib.import_module(module), attr)
-
-
-def _builder_arguments(builder, data_arguments=False):
-    import inspect
-
-    params = inspect.signature(get_builder(builder)).parameters
-    return [p for p in params if data_arguments or p not in _DATA_ARGS]
-
-
-def num_features_of(preset):
-    """The width of the `features` input a preset's model takes: 4 with `overlap_features`, 1 more with
-    `bm25_feature`, else 0."""
-    return sum(width for key, width in PAIR_FEATURES.items() if preset.get(key))
-
-
-def build(preset, vocab_size=None, embeddings=None, num_features=None):
-    """Build the (uncompiled) model of a resolved preset (see `resolve`).
-
-    `num_features` (the width of the `features` input) defaults to `num_features_of(preset)`.
+    Args:
+        settings: `resolve(...)`'s result.
+        embeddings: optional pretrained vectors `[vocab_size, dim]`.
+        **model_arguments: what the preprocessor gives the builder (`vocab_size`, `num_features` for the pair
+            preprocessor: `Preprocessor.model_arguments()`); defaults from the preprocessing settings.
     """
-    kwargs = dict(preset["model"])
-    kwargs.setdefault("name", preset["name"])
-    if vocab_size is None:
-        vocab_size = embeddings.shape[0] if embeddings is not None else preset["training"]["vocab_size"]
-    if num_features is None:
-        num_features = num_features_of(preset)
-    if num_features:
-        kwargs["num_features"] = num_features
-    return get_builder(preset["builder"])(vocab_size=vocab_size, embeddings=embeddings, **kwargs)
+    family = families()[settings.family]
+    preprocessor_class = family.preprocessor_class()
+    arguments = preprocessor_class.default_model_arguments(settings.preprocessing)
+    if embeddings is not None:
+        arguments["vocab_size"] = int(embeddings.shape[0])
+    arguments.update({k: v for k, v in model_arguments.items() if v is not None})
+    taken = _builder_arguments(family, settings.builder)
+    kwargs = dict(settings.model)
+    kwargs.setdefault("name", settings.name)
+    kwargs.update({key: value for key, value in arguments.items() if key in taken or value})
+    return family.builder(settings.builder)(embeddings=embeddings, **kwargs)
 
 
-def optimizer(preset):
-    """A new optimizer with the preset's class, learning rate and gradient clipping."""
-    training = preset["training"]
+def optimizer(settings: Settings):
+    """A new optimizer with the settings' class, learning rate and gradient clipping."""
+    training = settings.training
     return keras.optimizers.get(
         {
-            "class_name": training.get("optimizer", "adam"),
+            "class_name": training.optimizer,
             "config": {
-                "learning_rate": training["learning_rate"],
-                **({"clipnorm": training["clipnorm"]} if training.get("clipnorm") else {}),
+                "learning_rate": training.learning_rate,
+                **({"clipnorm": training.clipnorm} if training.clipnorm else {}),
             },
         }
     )
 
 
-def compile_model(model, preset):
-    """Compile `model` with the preset's optimizer and its head's pointwise loss (`keras_match.heads`).
+def compile_model(model, settings: Settings):
+    """Compile `model` with the settings' optimizer and its head's pointwise loss (`keras_match.heads`).
 
-    Pairwise and listwise losses train a wrapper around the model (`keras_match.heads.ListScorer`), which
-    `keras_match.train` builds from the preset's `loss`.
+    Pairwise and listwise losses train a wrapper around the model (`keras_match.heads.ListScorer`); the recipe
+    (`keras_match.recipe.Recipe.compile`) builds it from the settings' `loss`.
     """
     from keras_match import heads
 
-    model.compile(optimizer=optimizer(preset), loss=heads.training_loss(heads.head_of(model), "pointwise"))
+    model.compile(optimizer=optimizer(settings), loss=heads.training_loss(heads.head_of(model), "pointwise"))
     return model
 
 
-def load(name, *, vocab_size=None, embeddings=None, num_features=None, compile=True, **overrides):
+def load(name, *, embeddings=None, compile=True, **overrides):
     """Build zoo entry `name` with the paper's settings, compiled unless `compile=False`.
 
     Args:
         name: a zoo entry, see `names()`.
-        vocab_size: int, number of token ids (padding and OOV included); default: the matrix's row count
-            when `embeddings` is given, else the preset's `training.vocab_size`.
         embeddings: optional pretrained vectors `[vocab_size, dim]` (`keras_match.text.load_embeddings`).
-        num_features: width of the `features` input; default 4 for entries with `"overlap_features": true`.
         compile: compile with the preset's optimizer and its head's pointwise loss.
-        **overrides: model or training settings by name (see `describe(name)`).
+        **overrides: settings by name (see `describe(name)`), and the preprocessor's model arguments:
+            `vocab_size` (number of token ids, padding and OOV included; default the matrix's row count when
+            `embeddings` is given, else the preset's `vocab_size`) and, for pair models, `num_features` (the
+            width of the `features` input; default from the preset's pair features).
 
     Returns:
-        A `keras.Model` taking `{"question", "answer"}` int32 token ids (plus `"features"` float32
-        `[batch, 4]`, the word-overlap features of `keras_match.features.OverlapFeatures`, for entries with
-        `"overlap_features": true`, e.g. `ctrn` and `qrnn`) and returning its head's output (`[batch, 2]`
-        probabilities for the papers' softmax head, see `keras_match.heads`).
+        A `keras.Model`. A pair model takes `{"question", "answer"}` int32 token ids (plus `"features"` float32
+        `[batch, f]` for entries with pair features, e.g. `ctrn` and `qrnn`) and returns its head's output
+        (`[batch, 2]` probabilities for the papers' softmax head, see `keras_match.heads`).
 
     Raises:
         ValueError: unknown entry or setting.
@@ -254,13 +378,19 @@ def load(name, *, vocab_size=None, embeddings=None, num_features=None, compile=T
     >>> import keras_match as km
     >>> model = km.zoo.load("mcan_fm", vocab_size=5000, lstm_units=64)
     """
-    preset = resolve(name, **overrides)
-    model = build(preset, vocab_size=vocab_size, embeddings=embeddings, num_features=num_features)
-    return compile_model(model, preset) if compile else model
+    preprocessor_class = family_of(name).preprocessor_class()
+    model_arguments = {key: overrides.pop(key) for key in list(overrides)
+                       if key in preprocessor_class.MODEL_ARGUMENTS and key != "vocab_size"}
+    if "vocab_size" in overrides and overrides["vocab_size"] is None:
+        del overrides["vocab_size"]
+    settings = resolve(name, **overrides)
+    model = build(settings, embeddings=embeddings, **model_arguments)
+    return compile_model(model, settings) if compile else model
 
 
 def read_config(path, name) -> dict:
-    """The settings of a `best.json` written by `write_results`, for `keras-match train NAME --config FILE`.
+    """The settings of a `best.json` written by `keras_match.tuning.write_results`, for `keras-match train NAME
+    --config FILE`.
 
     Raises:
         FileNotFoundError: no such file.
@@ -276,3 +406,9 @@ def read_config(path, name) -> dict:
     if config.get("zoo") not in (None, name):
         raise ValueError(f"{path} configures zoo entry {config['zoo']!r}, not {name!r}")
     return dict(config["settings"])
+
+
+def setting_names(name) -> list:
+    """Every setting name of zoo entry `name` (its model, training and preprocessing settings)."""
+    preset = describe(name)
+    return sorted(set(preset["model"]) | set(section_fields(TrainingSettings)) | set(preset["preprocessing"]))

@@ -17,13 +17,16 @@ PLAN = {"model": "mcan_fm", "dataset": "trecqa-clean", "epochs": 5, "seeds": [1,
 
 def test_every_shipped_plan_names_known_settings():
     from keras_match import zoo
+    from keras_match.preprocessors.pair import PAIR_FEATURES
 
     module = _ablation()
     for path in (REPO / "benchmarks" / "ablations").glob("*.json"):
         plan = module.load_plan(path)
         for row in plan["rows"]:
             preset = zoo.describe(module.row_setting(plan, row, "model"))
-            known = set(preset["model"]) | set(preset["training"]) | set(zoo.PAIR_FEATURES)
+            # the pair features and the truncation / vocabulary settings are preprocessing settings
+            known = set(preset["model"]) | set(preset["training"]) | set(preset["preprocessing"])
+            assert set(PAIR_FEATURES) <= set(preset["preprocessing"])
             settings = module.row_settings(plan, row)
             assert set(settings) <= known, (path, row)
             zoo.resolve(preset["name"], **settings)  # the values follow the settings' rules

@@ -91,6 +91,7 @@ def test_scoring_sorts_by_length_and_returns_the_callers_order():
 
     from keras_match import pipeline
     from keras_match.models.common import output_head
+    from keras_match.preprocessors.pair import PairPreprocessor
 
     inputs = {name: keras.Input((None,), dtype="int32", name=name) for name in ("question", "answer")}
     width = keras.layers.Lambda(lambda x: keras.ops.cast(keras.ops.shape(x)[1], "float32")
@@ -104,7 +105,7 @@ def test_scoring_sorts_by_length_and_returns_the_callers_order():
     for row, length in enumerate(lengths):
         answer[row, :length] = 5
     encoded = {"question": np.ones((40, 3), np.int32), "answer": answer}
-    out = pipeline.predict(model, encoded, batch_size=8)[:, 0]
+    out = pipeline.predict(model, encoded, PairPreprocessor.SEQUENCE_INPUTS, batch_size=8)[:, 0]
     # each pair's output is the width of its batch: sorted batches of 8 -> the 8th-smallest length above it
     order = np.argsort(lengths, kind="stable")
     expected = np.empty(40)

@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 import tf_serving_emulation
 
-from keras_match import cli, export, pipeline, serving, training
+from keras_match import cli, export, pipeline, serving, tasks, training
+from keras_match.preprocessors.pair import PairPreprocessor
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 QUESTIONS = ["When was the Teapot Dome scandal?", "who is the president of france", "", "Zürich café ?"]
@@ -88,7 +89,8 @@ def test_onnx_from_the_command_matches_keras(exported, run):
     folder = exported / "onnx" / "1"
     meta = json.loads((folder / "keras_match.json").read_text())
     assert meta["onnx"]["opset"] <= 18 and meta["onnx"]["max_abs_diff"] <= 1e-4
-    assert (folder / "vocabulary.txt").read_bytes() == pathlib.Path(run.encoder.vocabulary_path).read_bytes()
+    assert (folder / "vocabulary.txt").read_bytes() == pathlib.Path(
+        run.preprocessor.encoder.vocabulary_path).read_bytes()
     ids = pipeline.encode(run.preprocessor, {"question": QUESTIONS, "answer": ANSWERS})
     session = onnxruntime.InferenceSession(str(folder / "model.onnx"), providers=["CPUExecutionProvider"])
     (scores,) = session.run(["score"], ids)
@@ -109,8 +111,8 @@ def _tiny_model(vocab_size, features=False):
 
 
 def test_versions_increment_and_are_never_overwritten(run, tmp_path):
-    model = _tiny_model(run.encoder.vocab_size)
-    kwargs = {"encoder": run.encoder, "max_question_length": 4, "max_answer_length": 4}
+    model = _tiny_model(run.preprocessor.vocab_size)
+    kwargs = {"preprocessor": PairPreprocessor(run.preprocessor.encoder, max_question_length=4, max_answer_length=4)}
     assert export.saved_model(model, tmp_path, warmup=False, **kwargs).name == "1"
     assert export.saved_model(model, tmp_path, **kwargs).name == "2"
     with pytest.raises(FileExistsError):
@@ -167,23 +169,29 @@ def test_unconvertible_ops_are_caught(tmp_path):
     version = tmp_path / "1"
     tf.saved_model.save(module, str(version), signatures={"serve_ids": module.serve_ids})
     (version / "assets.extra").mkdir()
+    # the metadata saved_model writes: the serve_ids table (inputs, outputs) to_onnx converts and samples
     (version / export.METADATA_FILE).write_text(json.dumps(
-        {"vocab_size": 10, "max_question_length": 4, "max_answer_length": 5, "vocabulary_file": "v.txt"}))
+        {"vocab_size": 10, "max_question_length": 4, "max_answer_length": 5, "vocabulary_file": "v.txt",
+         "sequence_lengths": {"question": 4, "answer": 5},
+         "signatures": {"serve_ids": {"question": ["int32", [None, None]], "answer": ["int32", [None, None]]}},
+         "outputs": {"serve_ids": {"score": ["float32", [None]]}}}))
     with pytest.raises(export.ExportVerificationError, match="CumulativeLogsumexp|onnxruntime"):
         export.to_onnx(version)
     assert not (tmp_path / "onnx" / "1").exists()
 
 
-@pytest.mark.parametrize("width, overlap, message", [(2, True, "input of width 2"), (4, False, "makes none")])
+@pytest.mark.parametrize("width, overlap, message", [
+    (2, True, "takes a 'features' input of width 2; its preprocessor makes width 4"),
+    (4, False, r"takes inputs \['answer', 'features', 'question'\]; its preprocessor makes \['answer', 'question'\]"),
+])
 def test_models_with_features_the_graph_cannot_compute_are_refused(run, tmp_path, width, overlap, message):
     """Only the four overlap features can be computed from text, and only by a preprocessor that makes them."""
     from keras_match.features import OverlapFeatures
-    from keras_match.preprocessing import PairPreprocessor
 
-    preprocessor = PairPreprocessor(run.encoder, 4, 4, overlap_features=overlap,
+    preprocessor = PairPreprocessor(run.preprocessor.encoder, 4, 4, overlap_features=overlap,
                                     document_frequencies=OverlapFeatures.build(["a b", "b c"]) if overlap else None)
     with pytest.raises(ValueError, match=message):
-        export.saved_model(_tiny_model(run.encoder.vocab_size, features=width), tmp_path / "m",
+        export.saved_model(_tiny_model(run.preprocessor.vocab_size, features=width), tmp_path / "m",
                            preprocessor=preprocessor)
     assert not (tmp_path / "m").exists()
 
@@ -195,7 +203,9 @@ def test_a_model_without_a_head_is_refused(run, tmp_path):
     pooled = [keras.layers.GlobalAveragePooling1D()(keras.layers.Embedding(10, 4)(x)) for x in inputs.values()]
     model = keras.Model(inputs, keras.layers.Dense(2, name="logits")(keras.layers.Concatenate()(pooled)))
     with pytest.raises(ValueError, match="ends in layer 'logits'"):
-        export.saved_model(model, tmp_path / "m", encoder=run.encoder, max_question_length=4, max_answer_length=4)
+        export.saved_model(model, tmp_path / "m",
+                           preprocessor=PairPreprocessor(run.preprocessor.encoder, max_question_length=4,
+                                                         max_answer_length=4))
     assert not (tmp_path / "m").exists()
 
 
@@ -210,11 +220,30 @@ def test_warmup_needs_tensorflow_serving_api(run, monkeypatch, tmp_path):
 # ------------------------------------------------------------------------------------------ request formats
 
 
-def test_rest_row_format_is_decoded_like_tf_serving():
+PAIR_RANKING_SIGNATURES = {
+    "serving_default": {"question": ("string", [None]), "answer": ("string", [None])},
+    "serve_ids": {"question": ("int32", [None, None]), "answer": ("int32", [None, None])},
+    "rank": {"question": ("string", []), "answers": ("string", [None])},
+}
+"""The signature inputs of a pair ranking export, as clients know them: names, inputs, dtypes and shapes."""
+
+
+@pytest.fixture(scope="module")
+def signature_inputs():
+    """The signature table of a pair ranking export, made as `saved_model` makes it (the preprocessor declares
+    the inputs, the task adds `rank`): it must be the table clients know."""
+    run = training.Run(model=_tiny_model(10), preprocessor=PairPreprocessor(), config={})
+    assert isinstance(run.task, tasks.RankingTask)
+    table = export.signature_table(run)
+    assert table == PAIR_RANKING_SIGNATURES
+    return table
+
+
+def test_rest_row_format_is_decoded_like_tf_serving(signature_inputs):
     body = json.loads(json.dumps(serving.rest_predict_body(["who ?", "é"], [b"\xff\xfe", "b"])))
     assert body["instances"][1] == {"question": "é", "answer": "b"}
     assert body["instances"][0]["answer"] == {"b64": "//4="}
-    feeds = tf_serving_emulation.decode_rest_body(body, serving.SIGNATURE_INPUTS["serving_default"])
+    feeds = tf_serving_emulation.decode_rest_body(body, signature_inputs["serving_default"])
     assert feeds["question"].tolist() == [b"who ?", "é".encode()]
     assert feeds["answer"].tolist() == [b"\xff\xfe", b"b"]
     ids = tf_serving_emulation.decode_rest_body(serving.rest_ids_body([[3, 4, 0]], [[5, 0]]), {"question": "int32",
@@ -222,9 +251,9 @@ def test_rest_row_format_is_decoded_like_tf_serving():
     assert ids["question"].dtype == np.int32 and ids["question"].shape == (1, 3)
 
 
-def test_rest_columnar_format_keeps_a_scalar_question():
+def test_rest_columnar_format_keeps_a_scalar_question(signature_inputs):
     feeds = tf_serving_emulation.decode_rest_body(serving.rest_rank_body("q", ["a", "b", ""]),
-                                     serving.SIGNATURE_INPUTS["rank"])
+                                                  signature_inputs["rank"])
     assert feeds["question"].shape == () and feeds["question"][()] == b"q"
     assert feeds["answers"].tolist() == [b"a", b"b", b""]
 
@@ -237,13 +266,13 @@ def test_rest_columnar_format_keeps_a_scalar_question():
     ({"instances": [{"question": 3, "answer": "b"}]}, "expected a string"),
     ({"instances": ["a", "b"]}, "must be an object"),
 ])
-def test_rest_bodies_tf_serving_rejects_are_rejected(body, message):
+def test_rest_bodies_tf_serving_rejects_are_rejected(signature_inputs, body, message):
     with pytest.raises(ValueError, match=message):
-        tf_serving_emulation.decode_rest_body(body, serving.SIGNATURE_INPUTS["serving_default"])
+        tf_serving_emulation.decode_rest_body(body, signature_inputs["serving_default"])
 
 
-def test_rest_numbers_must_fit_the_dtype():
-    spec = serving.SIGNATURE_INPUTS["serve_ids"]
+def test_rest_numbers_must_fit_the_dtype(signature_inputs):
+    spec = signature_inputs["serve_ids"]
     with pytest.raises(ValueError, match="not an integer"):
         tf_serving_emulation.decode_rest_body({"instances": [{"question": [1.5], "answer": [1]}]}, spec)
     with pytest.raises(ValueError, match="out of range"):

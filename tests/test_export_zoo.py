@@ -20,11 +20,12 @@ import textwrap
 import numpy as np
 import pytest
 import tf_serving_emulation
+from model_testing import small_overrides
 
 from keras_match import export, text, training, zoo
 from keras_match import heads, pipeline
 from keras_match.features import FEATURE_NAMES, OverlapFeatures
-from keras_match.preprocessing import PairPreprocessor
+from keras_match.preprocessors.pair import PairPreprocessor
 
 NAMES = zoo.names()
 
@@ -43,27 +44,6 @@ RANK_ANSWERS = ["Shakespeare wrote Hamlet .", "", "zzqx", "the cat sat", "Shakes
 MANY = 3000
 TRAINING_TEXTS = ["who wrote hamlet ?", "shakespeare wrote hamlet .", "the cat sat on the mat .",
                   "when was the teapot dome scandal ?", "the scandal broke in 1923 .", "a play of william"]
-
-SMALL_WIDTH = 8
-SMALL_FACTORS = 2
-_WIDTH_SETTING = re.compile(r"(^|_)(units|dim|filters|channels|hidden|size)$")
-_FACTOR_SETTING = re.compile(r"(^|_)(factors|rank)$")
-_KEEP = {"vocab_size", "kernel_size", "pool_size", "window_size", "batch_size"}
-
-
-def small_overrides(name):
-    """Overrides that make zoo entry `name` small: integer width settings (`*_units`, `*_dim`, `*filters`,
-    `*_size` ...) capped at 8, factor counts at 2; depth, kernel sizes and the rest kept as the paper sets them."""
-    overrides = {}
-    for key, value in zoo.describe(name)["model"].items():
-        if key in _KEEP or isinstance(value, bool) or not isinstance(value, int):
-            continue
-        if _WIDTH_SETTING.search(key):
-            overrides[key] = min(value, SMALL_WIDTH)
-        elif _FACTOR_SETTING.search(key):
-            overrides[key] = min(value, SMALL_FACTORS)
-    return overrides
-
 
 def randomize(model, seed):
     """Random weights (std 0.5) so untrained scores spread over (0, 1) instead of sitting at 0.5."""
@@ -191,10 +171,10 @@ def exports(tmp_path_factory):
     encoder = text.TextEncoder(WORDS)
     made = {}
     for seed, name in enumerate(NAMES):
-        preset = zoo.describe(name)["training"]
+        preset = zoo.describe(name)["preprocessing"]
         model = zoo.load(name, vocab_size=encoder.vocab_size, compile=False, **small_overrides(name))
         randomize(model, seed)
-        overlap = zoo.describe(name)["overlap_features"]
+        overlap = preset["overlap_features"]
         preprocessor = PairPreprocessor(encoder, preset["max_question_length"], preset["max_answer_length"],
                                         overlap_features=overlap,
                                         document_frequencies=OverlapFeatures.build(TRAINING_TEXTS) if overlap else None)
@@ -274,8 +254,9 @@ def test_tf_serving_layout(name, exports):
     assert (version_dir / "assets" / "vocabulary.txt").read_text(encoding="utf-8").split("\n")[:2] == WORDS[:2]
     assert (version_dir / "assets.extra" / "tf_serving_warmup_requests").stat().st_size > 0
     meta = export.read_metadata(version_dir)
+    preprocessor = exports[name]["run"].preprocessor
     assert (meta["max_question_length"], meta["max_answer_length"]) == (
-        exports[name]["run"].max_question_length, exports[name]["run"].max_answer_length)
+        preprocessor.max_question_length, preprocessor.max_answer_length)
     assert meta["vocab_size"] == len(WORDS) + 2
     assert sorted(p.name for p in version_dir.parent.iterdir()) == ["1", "onnx"]
 
@@ -297,7 +278,7 @@ def test_truncation_is_the_training_truncation(name, exports, served, expected):
     """Text past the truncation length must not change a score, in the graph as in training."""
     run = exports[name]["run"]
     words = LONG.split()
-    cut_q = " ".join(words[: run.max_question_length])
+    cut_q = " ".join(words[: run.preprocessor.max_question_length])
     longer = run.score([LONG, cut_q], [TRICKY_ANSWERS[0]] * 2)
     assert longer[0] == pytest.approx(longer[1], abs=1e-6)
     tricky = dict(zip(TRICKY_QUESTIONS, served[name]["text"]["tricky"]))
@@ -327,7 +308,7 @@ def test_an_empty_batch_gives_no_scores(name, served):
     assert served[name]["ids_empty"] == {"score": []}
 
 
-FEATURE_NAMES_IN_ZOO = [name for name in NAMES if zoo.describe(name).get("overlap_features")]
+FEATURE_NAMES_IN_ZOO = [name for name in NAMES if zoo.describe(name)["preprocessing"]["overlap_features"]]
 
 
 def test_the_zoo_has_overlap_feature_models():
@@ -345,7 +326,7 @@ def test_overlap_features_are_computed_in_the_graph(name, exports, served, expec
     assert meta["signatures"]["serve_ids"]["features"] == ["float32", [None, len(FEATURE_NAMES)]]
     assert meta["overlap_features"]["num_documents"] == len(TRAINING_TEXTS)
     asset = version_dir / "assets" / meta["overlap_features"]["document_frequencies_file"]
-    assert asset.read_text(encoding="utf-8") == open(run.overlap.path, encoding="utf-8").read()
+    assert asset.read_text(encoding="utf-8") == open(run.preprocessor.overlap.path, encoding="utf-8").read()
     onnx_dir = made["onnx"].path.parent
     assert (onnx_dir / "document_frequencies.tsv").read_text(encoding="utf-8") == asset.read_text(encoding="utf-8")
     ids = _ids(run, *_cases()["tricky"])
@@ -357,12 +338,14 @@ def test_overlap_features_are_computed_in_the_graph(name, exports, served, expec
 
 @pytest.mark.parametrize("name", NAMES)
 def test_question_and_answer_counts_must_agree(name, served):
-    for key in ("mismatch_text", "mismatch_ids"):
+    # the message names every input of the signature (serve_ids: the pair features too, for models with them)
+    ids_inputs = "question, answer and features" if name in FEATURE_NAMES_IN_ZOO else "question and answer"
+    for key, inputs in (("mismatch_text", "question and answer"), ("mismatch_ids", ids_inputs)):
         error = served[name][key]
         assert error is not None, f"{key}: a 3-question / 2-answer batch was accepted"
         kind, message = error
         assert kind == "InvalidArgumentError"
-        assert "question and answer must hold the same number" in message
+        assert f"{inputs} must hold the same number" in message
         assert re.search(r"\[3\].*\[2\]", message, re.S), message
 
 

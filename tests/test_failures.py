@@ -51,10 +51,10 @@ def test_bad_setting_values_are_named_before_anything_is_written(data_dir, tmp_p
 
 
 def test_good_values_of_every_kind_pass():
-    preset = zoo.resolve("mcan_fm", learning_rate=1e-3, dropout=0.0, clipnorm=None, epochs=3, list_size=None,
-                         bucketing=False, compression="nn", max_vocabulary=0, overlap_features=True)
-    assert preset["training"]["epochs"] == 3 and preset["model"]["compression"] == "nn"
-    assert zoo.resolve("mcan_fm", learning_rate=1)["training"]["learning_rate"] == 1  # an int is a number
+    settings = zoo.resolve("mcan_fm", learning_rate=1e-3, dropout=0.0, clipnorm=None, epochs=3, list_size=None,
+                           bucketing=False, compression="nn", max_vocabulary=0, overlap_features=True)
+    assert settings.training.epochs == 3 and settings.model["compression"] == "nn"
+    assert zoo.resolve("mcan_fm", learning_rate=1).training.learning_rate == 1  # an int is a number
 
 
 def test_a_mistyped_vector_file_leaves_nothing_and_the_corrected_command_runs(data_dir, tmp_path, capsys):
@@ -68,7 +68,7 @@ def test_a_mistyped_vector_file_leaves_nothing_and_the_corrected_command_runs(da
 
 def test_a_start_that_failed_before_its_first_epoch_is_not_a_run_to_resume(data_dir, tmp_path, monkeypatch,
                                                                             capsys):
-    from keras_match import training
+    from keras_match import recipe
 
     run_dir = tmp_path / "run"
 
@@ -76,7 +76,7 @@ def test_a_start_that_failed_before_its_first_epoch_is_not_a_run_to_resume(data_
         raise ValueError("simulated failure in the first step")
 
     with monkeypatch.context() as patch:  # fails after config.json and the vocabulary were written
-        patch.setattr(training, "_compile_for_mode", fail)
+        patch.setattr(recipe.Recipe, "compile", fail)
         assert cli.main(train_args(data_dir, run_dir, "--epochs", "1", "--seed", "3")) == 2
     assert (run_dir / "config.json").exists()
     capsys.readouterr()

@@ -8,7 +8,7 @@ import pytest
 
 from keras_match import cli, export, training, zoo
 from keras_match.features import OverlapFeatures
-from keras_match.preprocessing import PairPreprocessor
+from keras_match.preprocessors.pair import PairPreprocessor
 from keras_match.text import TextEncoder, tokenize
 
 from conftest import train_args
@@ -85,11 +85,11 @@ def test_the_preprocessor_appends_bm25_after_the_overlap_features(tmp_path, over
 
 @pytest.mark.parametrize("name", [n for n in zoo.names() if zoo.describe(n)["builder"] in ("mcan", "ctrn", "qrnn")])
 def test_every_ranking_entry_takes_the_pair_features(name):
-    preset = zoo.resolve(name, overlap_features=True, bm25_feature=True)
-    assert zoo.num_features_of(preset) == 5
-    small = {"mcan": dict(lstm_units=4, highway_units=4, fm_factors=2)}.get(preset["builder"], dict(filters=8))
-    preset["model"].update({k: v for k, v in small.items() if k in preset["model"]})
-    model = zoo.build(preset, vocab_size=30)
+    settings = zoo.resolve(name, overlap_features=True, bm25_feature=True)
+    assert PairPreprocessor.default_model_arguments(settings.preprocessing)["num_features"] == 5
+    small = {"mcan": dict(lstm_units=4, highway_units=4, fm_factors=2)}.get(settings.builder, dict(filters=8))
+    settings = settings.with_model(**{k: v for k, v in small.items() if k in settings.model})
+    model = zoo.build(settings, vocab_size=30)
     widths = {t.name: t.shape[-1] for t in model.inputs}
     assert widths["features"] == 5
     ids = np.array([[2, 3, 4]], "int32")
@@ -103,7 +103,8 @@ def test_mcan_trains_with_overlap_and_bm25_features_and_exports_them(data_dir, t
     assert cli.main(train_args(data_dir, run_dir, "--epochs", "1", "--set", "overlap_features=true",
                                "--set", "bm25_feature=true")) == 0
     config = json.loads((run_dir / "config.json").read_text())
-    assert config["overlap_features"] and config["bm25_feature"]
+    preprocessing = config["settings"]["preprocessing"]
+    assert preprocessing["overlap_features"] and preprocessing["bm25_feature"]
     run = training.load_run(run_dir)
     assert run.preprocessor.feature_names[-1] == "bm25" and run.preprocessor.num_features == 5
     questions = ["who wrote hamlet ?", "who wrote hamlet ?"]

@@ -10,11 +10,12 @@ import pytest
 from keras_match import batching, datasets, pipeline, tasks, text
 from keras_match.features import OverlapFeatures
 from keras_match.models import common
-from keras_match.preprocessing import PairPreprocessor
+from keras_match.preprocessors.pair import PairPreprocessor
 
 MAX_Q, MAX_A = 40, 64  # the questions here have at most 33 tokens: every batch is trimmed
 SEED = 13
 BATCH = {"pointwise": 64, "pairwise": 32, "listwise": 128}
+SEQUENCE_INPUTS = PairPreprocessor.SEQUENCE_INPUTS  # ("answer", "question")
 
 
 # ---- fixtures -----------------------------------------------------------------------------------------------
@@ -158,7 +159,7 @@ def test_encode_accepts_invalid_utf8_as_replacement_characters(preprocessor):
 
 @pytest.mark.parametrize("mode", ["pointwise", "pairwise", "listwise"])
 def test_training_batches_are_the_plan_trimmed(inputs, examples, mode):
-    dataset = pipeline.training_dataset(inputs, examples, mode, BATCH[mode], SEED)
+    dataset = pipeline.training_dataset(inputs, examples, mode, BATCH[mode], SEED, SEQUENCE_INPUTS)
     batches = _epoch(dataset)
     plan = _plan(examples, mode, 0)
     assert len(batches) == len(plan)
@@ -191,7 +192,7 @@ def test_pairwise_rows_match_back_to_positive_then_negative_examples(inputs, exa
     by_row = collections.defaultdict(set)
     for i in range(len(examples)):
         by_row[(inputs["question"][i].tobytes(), inputs["answer"][i].tobytes())].add(i)
-    dataset = pipeline.training_dataset(inputs, examples, "pairwise", 32, SEED)
+    dataset = pipeline.training_dataset(inputs, examples, "pairwise", 32, SEED, SEQUENCE_INPUTS)
     negatives = collections.Counter()
     for x, y in _epoch(dataset):
         q = np.pad(x["question"], [(0, 0), (0, 0), (0, MAX_Q - x["question"].shape[-1])])
@@ -207,7 +208,7 @@ def test_pairwise_rows_match_back_to_positive_then_negative_examples(inputs, exa
 
 
 def test_listwise_labels_mark_exactly_the_padded_items(inputs, examples):
-    dataset = pipeline.training_dataset(inputs, examples, "listwise", 128, SEED, list_size=6)
+    dataset = pipeline.training_dataset(inputs, examples, "listwise", 128, SEED, SEQUENCE_INPUTS, list_size=6)
     batches = _epoch(dataset)
     plan = _plan(examples, "listwise", 0, list_size=6)
     assert len(batches) == len(plan)
@@ -227,7 +228,7 @@ def test_listwise_labels_mark_exactly_the_padded_items(inputs, examples):
 
 
 def test_listwise_full_lists(inputs, examples):
-    batches = _epoch(pipeline.training_dataset(inputs, examples, "listwise", 128, SEED))
+    batches = _epoch(pipeline.training_dataset(inputs, examples, "listwise", 128, SEED, SEQUENCE_INPUTS))
     for x, y in batches:
         assert y.shape[0] * y.shape[1] <= 128 or y.shape[0] == 1
         assert x["answer"].shape[:2] == y.shape
@@ -238,7 +239,7 @@ def test_listwise_full_lists(inputs, examples):
 
 @pytest.mark.parametrize("mode", ["pointwise", "pairwise", "listwise"])
 def test_each_pass_is_the_next_epoch(inputs, examples, mode):
-    dataset = pipeline.training_dataset(inputs, examples, mode, BATCH[mode], SEED)
+    dataset = pipeline.training_dataset(inputs, examples, mode, BATCH[mode], SEED, SEQUENCE_INPUTS)
     first, second, third = _epoch(dataset), _epoch(dataset), _epoch(dataset)
     for epoch, batches in enumerate((first, second, third)):
         plan = _plan(examples, mode, epoch)
@@ -247,12 +248,12 @@ def test_each_pass_is_the_next_epoch(inputs, examples, mode):
             _check_trimmed(x, _expected_batch(inputs, index))
     assert not _same_epoch(first, second) and not _same_epoch(second, third)
 
-    resumed = pipeline.training_dataset(inputs, examples, mode, BATCH[mode], SEED, first_epoch=1)
+    resumed = pipeline.training_dataset(inputs, examples, mode, BATCH[mode], SEED, SEQUENCE_INPUTS, first_epoch=1)
     assert _same_epoch(_epoch(resumed), second)
     assert _same_epoch(_epoch(resumed), third)
-    again = pipeline.training_dataset(inputs, examples, mode, BATCH[mode], SEED)
+    again = pipeline.training_dataset(inputs, examples, mode, BATCH[mode], SEED, SEQUENCE_INPUTS)
     assert _same_epoch(_epoch(again), first)
-    other_seed = pipeline.training_dataset(inputs, examples, mode, BATCH[mode], SEED + 1)
+    other_seed = pipeline.training_dataset(inputs, examples, mode, BATCH[mode], SEED + 1, SEQUENCE_INPUTS)
     assert not _same_epoch(_epoch(other_seed), first)
 
 
@@ -260,11 +261,11 @@ def test_each_pass_is_the_next_epoch(inputs, examples, mode):
 def test_training_epochs_yield_every_epoch_in_one_pass_with_equal_counts(inputs, examples, mode):
     """What training fits on: epochs back to back, each `steps_per_epoch` batches, each example (list) once per
     epoch; epochs 0..2 are `training_dataset`'s passes (listwise: the same lists, a batch halved where needed)."""
-    run = pipeline.training_epochs(inputs, examples, mode, BATCH[mode], SEED, 3)
+    run = pipeline.training_epochs(inputs, examples, mode, BATCH[mode], SEED, 3, SEQUENCE_INPUTS)
     batches = _epoch(run.dataset)
     steps = run.steps_per_epoch
     assert len(batches) == 3 * steps
-    passes = pipeline.training_dataset(inputs, examples, mode, BATCH[mode], SEED)
+    passes = pipeline.training_dataset(inputs, examples, mode, BATCH[mode], SEED, SEQUENCE_INPUTS)
     for epoch in range(3):
         mine, theirs = batches[epoch * steps:(epoch + 1) * steps], _epoch(passes)
         if mode != "listwise":
@@ -272,16 +273,16 @@ def test_training_epochs_yield_every_epoch_in_one_pass_with_equal_counts(inputs,
         else:
             assert len(mine) >= len(theirs)
             assert _lists_of(mine) == _lists_of(theirs)  # the same lists in the same order
-    resumed = pipeline.training_epochs(inputs, examples, mode, BATCH[mode], SEED, 3, first_epoch=1)
+    resumed = pipeline.training_epochs(inputs, examples, mode, BATCH[mode], SEED, 3, SEQUENCE_INPUTS, first_epoch=1)
     assert resumed.steps_per_epoch == steps
     assert _same_epoch(_epoch(resumed.dataset), batches[steps:])
     with pytest.raises(ValueError, match="epochs must be an integer above first_epoch=2"):
-        pipeline.training_epochs(inputs, examples, mode, BATCH[mode], SEED, 2, first_epoch=2)
+        pipeline.training_epochs(inputs, examples, mode, BATCH[mode], SEED, 2, SEQUENCE_INPUTS, first_epoch=2)
 
 
 def test_listwise_epochs_of_unequal_plans_are_cut_to_the_longest(inputs, examples):
     counts = [len(_plan(examples, "listwise", e, list_size=None)) for e in range(6)]
-    run = pipeline.training_epochs(inputs, examples, "listwise", BATCH["listwise"], SEED, 6)
+    run = pipeline.training_epochs(inputs, examples, "listwise", BATCH["listwise"], SEED, 6, SEQUENCE_INPUTS)
     assert run.steps_per_epoch == max(counts)
 
 
@@ -309,12 +310,12 @@ def _same_epoch(a, b):
 
 @pytest.mark.parametrize("bucketing", [False, True])
 def test_pointwise_epoch_covers_every_example_once(inputs, examples, bucketing):
-    dataset = pipeline.training_dataset(inputs, examples, "pointwise", 64, SEED, bucketing=bucketing)
+    dataset = pipeline.training_dataset(inputs, examples, "pointwise", 64, SEED, SEQUENCE_INPUTS, bucketing=bucketing)
     assert int(dataset.cardinality()) == -(-len(examples) // 64)
     batches = _epoch(dataset)
     assert sorted(len(y) for _, y in batches)[1:] == [64] * (len(batches) - 1)  # one short batch at most
     if bucketing:  # length-bucketed: the batches cost less padding than shuffled ones
-        plain = _epoch(pipeline.training_dataset(inputs, examples, "pointwise", 64, SEED))
+        plain = _epoch(pipeline.training_dataset(inputs, examples, "pointwise", 64, SEED, SEQUENCE_INPUTS))
         cost = lambda epoch: sum(x["answer"].size for x, _ in epoch)  # noqa: E731
         assert cost(batches) < 0.85 * cost(plain)
         assert [x["answer"].shape for x, _ in _epoch(dataset)] != [x["answer"].shape for x, _ in batches]
@@ -334,7 +335,7 @@ def test_pointwise_epoch_covers_every_example_once(inputs, examples, bucketing):
 
 def test_pointwise_needs_no_groups(inputs, examples):
     unlabelled = pipeline.Examples(texts=examples.texts, labels=examples.labels, groups=None)
-    batches = _epoch(pipeline.training_dataset(inputs, unlabelled, "pointwise", 500, SEED))
+    batches = _epoch(pipeline.training_dataset(inputs, unlabelled, "pointwise", 500, SEED, SEQUENCE_INPUTS))
     assert sum(len(y) for _, y in batches) == len(examples)
 
 
@@ -342,7 +343,7 @@ def test_pointwise_needs_no_groups(inputs, examples):
 def test_ranking_modes_need_groups(inputs, examples, mode):
     classification = pipeline.Examples(texts=examples.texts, labels=examples.labels, groups=None)
     with pytest.raises(ValueError, match="groups"):
-        pipeline.training_dataset(inputs, classification, mode, 32, SEED)
+        pipeline.training_dataset(inputs, classification, mode, 32, SEED, SEQUENCE_INPUTS)
 
 
 @pytest.mark.parametrize("mode", ["pointwise", "pairwise", "listwise"])
@@ -350,17 +351,17 @@ def test_no_usable_question_raises(inputs, examples, mode):
     no_positive = pipeline.Examples(texts=examples.texts, labels=np.zeros_like(examples.labels),
                                     groups=examples.groups)
     if mode == "pointwise":  # pointwise trains on any labels
-        assert len(_epoch(pipeline.training_dataset(inputs, no_positive, mode, 1000, SEED))) == 3
+        assert len(_epoch(pipeline.training_dataset(inputs, no_positive, mode, 1000, SEED, SEQUENCE_INPUTS))) == 3
         return
     with pytest.raises(ValueError, match="no .* training batch"):
-        pipeline.training_dataset(inputs, no_positive, mode, 32, SEED)
+        pipeline.training_dataset(inputs, no_positive, mode, 32, SEED, SEQUENCE_INPUTS)
 
 
 def test_pairwise_without_negatives_raises(inputs, examples):
     only_positive = pipeline.Examples(texts=examples.texts, labels=np.ones_like(examples.labels),
                                       groups=examples.groups)
     with pytest.raises(ValueError, match="no pairwise training batch"):
-        pipeline.training_dataset(inputs, only_positive, "pairwise", 32, SEED)
+        pipeline.training_dataset(inputs, only_positive, "pairwise", 32, SEED, SEQUENCE_INPUTS)
 
 
 def test_empty_training_data_raises(preprocessor):
@@ -369,20 +370,20 @@ def test_empty_training_data_raises(preprocessor):
                               groups=np.zeros([0], object))
     for mode in ("pointwise", "pairwise", "listwise"):
         with pytest.raises(ValueError):
-            pipeline.training_dataset(empty_inputs, empty, mode, 8, SEED)
+            pipeline.training_dataset(empty_inputs, empty, mode, 8, SEED, SEQUENCE_INPUTS)
 
 
 def test_training_dataset_rejects_a_bad_mode_or_batch_size(inputs, examples):
     with pytest.raises(ValueError):
-        pipeline.training_dataset(inputs, examples, "triplet", 32, SEED)
+        pipeline.training_dataset(inputs, examples, "triplet", 32, SEED, SEQUENCE_INPUTS)
     with pytest.raises(ValueError):
-        pipeline.training_dataset(inputs, examples, "pairwise", 0, SEED)
+        pipeline.training_dataset(inputs, examples, "pairwise", 0, SEED, SEQUENCE_INPUTS)
 
 
 def test_training_dataset_does_not_modify_the_inputs(inputs, examples):
     # the fixture's arrays are read-only: an in-place write while gathering would raise
     for mode in ("pointwise", "pairwise", "listwise"):
-        _epoch(pipeline.training_dataset(inputs, examples, mode, BATCH[mode], SEED, list_size=3))
+        _epoch(pipeline.training_dataset(inputs, examples, mode, BATCH[mode], SEED, SEQUENCE_INPUTS, list_size=3))
 
 
 # ---- predict ------------------------------------------------------------------------------------------------
@@ -392,7 +393,7 @@ def test_training_dataset_does_not_modify_the_inputs(inputs, examples):
 def tiny_model(preprocessor):
     """Masked embedding + masked mean pooling: padding never changes its output."""
     keras.utils.set_random_seed(0)
-    question, answer = common.pair_inputs()
+    question, answer = common.token_inputs("question", "answer")
     features = common.feature_input(4)
     embedding = keras.layers.Embedding(preprocessor.vocab_size, 8, mask_zero=True)
     pooled = [keras.layers.GlobalAveragePooling1D()(embedding(x)) for x in (question, answer)]
@@ -404,13 +405,13 @@ def tiny_model(preprocessor):
 def test_predict_equals_the_model_on_padded_inputs_in_the_callers_order(tiny_model, inputs):
     order = np.random.default_rng(0).permutation(len(inputs["question"]))[:700]
     subset = {key: value[order] for key, value in inputs.items()}
-    outputs = pipeline.predict(tiny_model, subset, batch_size=64)
+    outputs = pipeline.predict(tiny_model, subset, SEQUENCE_INPUTS, batch_size=64)
     assert outputs.shape == (700, 2) and outputs.dtype == np.float32
     direct = keras.ops.convert_to_numpy(tiny_model(subset, training=False))
     np.testing.assert_allclose(outputs, direct, rtol=1e-5, atol=1e-6)
     # the caller's order, whatever it is
     reverse = {key: value[::-1] for key, value in subset.items()}
-    np.testing.assert_allclose(pipeline.predict(tiny_model, reverse, batch_size=50), outputs[::-1],
+    np.testing.assert_allclose(pipeline.predict(tiny_model, reverse, SEQUENCE_INPUTS, batch_size=50), outputs[::-1],
                                rtol=1e-5, atol=1e-6)
     # the outputs depend on the input (a constant model would pass the checks above)
     assert np.std(outputs[:, 1]) > 1e-4
@@ -418,18 +419,18 @@ def test_predict_equals_the_model_on_padded_inputs_in_the_callers_order(tiny_mod
 
 def test_predict_nothing(tiny_model, inputs):
     empty = {key: value[:0] for key, value in inputs.items()}
-    outputs = pipeline.predict(tiny_model, empty)
+    outputs = pipeline.predict(tiny_model, empty, SEQUENCE_INPUTS)
     assert outputs.shape == (0, 2) and outputs.dtype == np.float32
 
 
 def test_predict_score_head_nothing(preprocessor):
-    question, answer = common.pair_inputs()
+    question, answer = common.token_inputs("question", "answer")
     embedding = keras.layers.Embedding(preprocessor.vocab_size, 4, mask_zero=True)
     pooled = [keras.layers.GlobalAveragePooling1D()(embedding(x)) for x in (question, answer)]
     model = keras.Model({"question": question, "answer": answer},
                         common.output_head(keras.layers.Concatenate()(pooled), head="score"))
     empty = {"question": np.zeros([0, MAX_Q], np.int32), "answer": np.zeros([0, MAX_A], np.int32)}
-    assert pipeline.predict(model, empty).shape == (0, 1)
+    assert pipeline.predict(model, empty, SEQUENCE_INPUTS).shape == (0, 1)
 
 
 def test_predict_cuts_each_batch_to_its_longest_text(preprocessor, inputs):
@@ -437,13 +438,13 @@ def test_predict_cuts_each_batch_to_its_longest_text(preprocessor, inputs):
     its own longest text, not on the padded inputs. Batches are made in length order (answer length in steps
     of 4, question length, answer length) and the outputs returned in the caller's order."""
     keras.utils.set_random_seed(1)
-    question, answer = common.pair_inputs()
+    question, answer = common.token_inputs("question", "answer")
     embedding = keras.layers.Embedding(preprocessor.vocab_size, 4)  # no mask: padding counts in the mean
     pooled = [keras.layers.GlobalAveragePooling1D()(embedding(x)) for x in (question, answer)]
     model = keras.Model({"question": question, "answer": answer},
                         common.output_head(keras.layers.Concatenate()(pooled), head="score"))
     subset = {key: inputs[key][:150] for key in ("question", "answer")}
-    outputs = pipeline.predict(model, subset, batch_size=40)
+    outputs = pipeline.predict(model, subset, SEQUENCE_INPUTS, batch_size=40)
     answer_length = np.count_nonzero(subset["answer"], axis=1)
     question_length = np.count_nonzero(subset["question"], axis=1)
     # the key: answer length in steps of 4, then question length, then exact answer length (stable)

@@ -1,4 +1,4 @@
-"""Tests for keras_match.preprocessing: `PairPreprocessor` and `trim_padding`.
+"""Tests for keras_match.preprocessors.pair: `PairPreprocessor` and `trim_padding`.
 
 Modelled on keras-hub's preprocessor tests (`keras_hub/src/tests/test_case.py`, `run_preprocessor_test`): the
 same output called directly and mapped over a `tf.data` dataset, config round trips, plus the asset files
@@ -19,13 +19,14 @@ import tensorflow as tf
 
 from keras_match import datasets, text
 from keras_match.features import FEATURE_NAMES, OverlapFeatures
-from keras_match.preprocessing import (
-    CONFIG_FILE,
+from keras_match.preprocessors.base import CONFIG_FILE, trim_padding
+from keras_match.preprocessors.pair import (
     FREQUENCIES_FILE,
     VOCABULARY_FILE,
     PairPreprocessor,
-    trim_padding,
 )
+
+SEQUENCE_INPUTS = PairPreprocessor.SEQUENCE_INPUTS  # the token-id inputs trim_padding cuts
 
 MAX_Q = 12
 MAX_A = 30
@@ -208,7 +209,8 @@ def test_tf_function_with_text_input_specs(encoder, overlap, sample, overlap_fea
     assert set(graph) == set(specs)
     for key, spec in specs.items():
         assert spec.is_compatible_with(graph[key]), (key, spec, graph[key])
-        assert spec.is_compatible_with(trim_padding(graph)[key])
+        assert spec.is_compatible_with(preprocessor.trim_padding(graph)[key])
+        assert spec.is_compatible_with(trim_padding(graph, SEQUENCE_INPUTS)[key])
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -466,7 +468,7 @@ def test_load_without_config_file(tmp_path):
         "",
         "[1, 2]",
         '{"class_name": "Dense", "module": "keras.layers", "config": {"units": 2}}',
-        '{"module": "keras_match.preprocessing", "class_name": "PairPreprocessor", '
+        '{"module": "keras_match.preprocessors.pair", "class_name": "PairPreprocessor", '
         '"registered_name": "keras_match>PairPreprocessor", "config": {"max_question_length": 0}}',
     ],
     ids=["not-json", "empty", "a-list", "another-layer", "bad-length"],
@@ -532,7 +534,7 @@ def test_trim_padding_rank_2():
         "answer": tf.constant([[1, 0, 0, 0], [0, 0, 0, 0]], tf.int32),
         "features": features,
     }
-    out = trim_padding(inputs)
+    out = trim_padding(inputs, SEQUENCE_INPUTS)
     np.testing.assert_array_equal(out["question"], [[5, 6, 7], [8, 0, 0]])
     np.testing.assert_array_equal(out["answer"], [[1], [0]])
     assert out["features"] is features  # other inputs untouched
@@ -540,7 +542,7 @@ def test_trim_padding_rank_2():
     assert inputs["question"].shape == (2, 5)  # the input dict is not modified
     # nothing to trim: the same ids
     full = {"question": np.array([[1, 2]], np.int32), "answer": np.array([[3]], np.int32)}
-    out = trim_padding(full)
+    out = trim_padding(full, SEQUENCE_INPUTS)
     np.testing.assert_array_equal(out["question"], full["question"])
     np.testing.assert_array_equal(out["answer"], full["answer"])
 
@@ -552,17 +554,19 @@ def test_trim_padding_rank_3_cuts_to_the_longest_row_of_any_list():
     ids[np.arange(9)[None, None, :] >= lengths[..., None]] = 0
     answers = np.zeros((2, 3, 6), np.int32)
     answers[1, 2, :2] = 7
-    out = trim_padding({"question": ids, "answer": answers, "qid": ["a", "b"]})
+    out = trim_padding({"question": ids, "answer": answers, "qid": ["a", "b"]}, SEQUENCE_INPUTS)
     np.testing.assert_array_equal(out["question"], ids[..., :4])
     np.testing.assert_array_equal(out["answer"], answers[..., :2])
     assert out["qid"] == ["a", "b"]
 
 
 def test_trim_padding_keeps_one_column():
-    out = trim_padding({"question": tf.zeros([0, 7], tf.int32), "answer": tf.zeros([0, 3, 5], tf.int32)})
+    out = trim_padding({"question": tf.zeros([0, 7], tf.int32), "answer": tf.zeros([0, 3, 5], tf.int32)},
+                       SEQUENCE_INPUTS)
     assert tuple(out["question"].shape) == (0, 1)
     assert tuple(out["answer"].shape) == (0, 3, 1)
-    out = trim_padding({"question": np.zeros((3, 4), np.int32), "answer": np.zeros((2, 2, 6), np.int32)})
+    out = trim_padding({"question": np.zeros((3, 4), np.int32), "answer": np.zeros((2, 2, 6), np.int32)},
+                       SEQUENCE_INPUTS)
     assert tuple(out["question"].shape) == (3, 1) and tuple(out["answer"].shape) == (2, 2, 1)
 
 
@@ -571,7 +575,8 @@ def test_trim_padding_in_a_dataset_loses_no_token(encoder, overlap, sample):
     x, labels, _ = sample
     direct = to_numpy(preprocessor(x))
     dataset = tf.data.Dataset.from_tensor_slices((as_tensors(x), labels)).batch(4).map(preprocessor)
-    for (inputs, _), start in zip(dataset.map(lambda inputs, y: (trim_padding(inputs), y)), range(0, 16, 4)):
+    for (inputs, _), start in zip(dataset.map(lambda inputs, y: (preprocessor.trim_padding(inputs), y)),
+                                  range(0, 16, 4)):
         for key in ("question", "answer"):
             trimmed = inputs[key].numpy()
             full = direct[key][start : start + 4]

@@ -7,6 +7,7 @@ import pytest
 from conftest import benchmark_module
 
 from keras_match.pipeline import Examples
+from keras_match.settings import TrainingSettings
 
 # question a: 1 positive of 3; b: no positive (2 candidates); c: 2 positives of 4
 GROUPS = np.array(["a"] * 3 + ["b"] * 2 + ["c"] * 4, dtype=object)
@@ -21,7 +22,7 @@ LABELS = np.array([1, 0, 0, 0, 0, 1, 1, 0, 0], np.int32)
 def test_questions_per_pair_follows_the_epoch_plan_of_the_mode(mode, expected):
     module = benchmark_module("train_speed")
     examples = Examples(texts={}, labels=LABELS, groups=GROUPS, ids=None)
-    got = module._questions_per_pair(examples, mode, {"batch_size": 4, "list_size": None}, seed=0)
+    got = module._questions_per_pair(examples, mode, TrainingSettings(batch_size=4, list_size=None), seed=0)
     assert got == pytest.approx(expected)
 
 

@@ -6,7 +6,9 @@ import keras
 import numpy as np
 import pytest
 
-from keras_match import callbacks, cli, pipeline, preprocessing, training, zoo
+from keras_match import callbacks, cli, pipeline, training, zoo
+from keras_match.preprocessors.base import trim_padding
+from keras_match.preprocessors.pair import FREQUENCIES_FILE, PairPreprocessor
 
 from conftest import train_args as _train_args
 
@@ -185,20 +187,23 @@ def test_overlap_features_are_fed_through_training(ctrn_run, data_dir):
     from keras_match.features import OverlapFeatures
 
     config = json.loads((ctrn_run / "config.json").read_text())
-    assert config["overlap_features"] is True and "num_features" not in config["preset"]["model"]
+    preprocessing = config["settings"]["preprocessing"]
+    assert preprocessing["overlap_features"] is True and "num_features" not in config["settings"]["model"]
+    assert "overlap_features" not in config["settings"]["model"] and "overlap_features" not in config
     run = training.load_run(ctrn_run)
     assert run.preprocessor.num_features == 4
     assert sorted(t.name for t in run.model.inputs) == ["answer", "features", "question"]
-    assert isinstance(run.overlap, OverlapFeatures)
+    overlap = run.preprocessor.overlap
+    assert isinstance(overlap, OverlapFeatures)
     train = trecqa.load("raw", data_dir, train_split="train")["train"].head(10).pairs()
-    assert run.overlap.num_documents == len(np.unique(train.questions)) + len(train.answers)
+    assert overlap.num_documents == len(np.unique(train.questions)) + len(train.answers)
     rebuilt = OverlapFeatures.build(np.concatenate([np.unique(train.questions), train.answers]))
-    assert open(rebuilt.path).read() == (ctrn_run / "document_frequencies.tsv").read_text()
+    assert open(rebuilt.path).read() == (ctrn_run / FREQUENCIES_FILE).read_text()
 
     questions = ["When was the Teapot Dome scandal?"] * 3
     answers = ["The Teapot Dome scandal broke in 1923 .", "Nothing in common here .", ""]
     inputs = pipeline.encode(run.preprocessor, {"question": questions, "answer": answers})
-    np.testing.assert_allclose(inputs["features"], run.overlap(questions, answers).numpy(), atol=0)
+    np.testing.assert_allclose(inputs["features"], overlap(questions, answers).numpy(), atol=0)
     assert inputs["features"][0, 0] > 0 and inputs["features"][2].tolist() == [0.0, 0.0, 0.0, 0.0]
     probabilities = run.model.predict(inputs, verbose=0)[:, 1]
     np.testing.assert_allclose(run.score(questions, answers), probabilities, atol=1e-6)
@@ -210,7 +215,7 @@ def test_overlap_features_use_the_truncated_texts(ctrn_run):
     """Words past the model's maximum length change neither the ids nor the features."""
     run = training.load_run(ctrn_run)
     question = "When was the Teapot Dome scandal ?"
-    filler = " ".join(["filler"] * run.max_answer_length)
+    filler = " ".join(["filler"] * run.preprocessor.max_answer_length)
     answers = [filler, filler + " Teapot Dome scandal 1923"]
     inputs = pipeline.encode(run.preprocessor, {"question": [question] * 2, "answer": answers})
     assert inputs["features"][0].tolist() == inputs["features"][1].tolist()
@@ -220,34 +225,37 @@ def test_overlap_features_use_the_truncated_texts(ctrn_run):
 def test_batches_trim_ids_but_keep_every_feature():
     ids = np.array([[5, 6, 0, 0], [7, 0, 0, 0]], np.int32)
     features = np.arange(8, dtype=np.float32).reshape(2, 4)
-    batch = preprocessing.trim_padding({"question": ids, "answer": ids, "features": features})
+    batch = trim_padding({"question": ids, "answer": ids, "features": features}, PairPreprocessor.SEQUENCE_INPUTS)
     assert batch["question"].shape == (2, 2) and batch["answer"].shape == (2, 2)
     np.testing.assert_array_equal(np.asarray(batch["features"]), features)
-    lists = preprocessing.trim_padding({"question": ids[None], "answer": np.zeros((1, 2, 4), np.int32)})
+    lists = trim_padding({"question": ids[None], "answer": np.zeros((1, 2, 4), np.int32)},
+                         PairPreprocessor.SEQUENCE_INPUTS)
     assert lists["question"].shape == (1, 2, 2) and lists["answer"].shape == (1, 2, 1)
 
 
+def _num_features(settings):
+    return PairPreprocessor.default_model_arguments(settings.preprocessing)["num_features"]
+
+
 def test_overlap_features_follow_the_preset_flag():
-    assert zoo.num_features_of(zoo.resolve("ctrn")) == 4
-    assert zoo.num_features_of(zoo.resolve("ctrn", overlap_features=False)) == 0
-    assert zoo.num_features_of(zoo.resolve("qrnn_wikiqa", overlap_features=True)) == 4
+    assert _num_features(zoo.resolve("ctrn")) == 4
+    assert _num_features(zoo.resolve("ctrn", overlap_features=False)) == 0
+    assert _num_features(zoo.resolve("qrnn_wikiqa", overlap_features=True)) == 4
     with pytest.raises(ValueError, match="unknown setting"):
         zoo.resolve("ctrn", num_features=2)  # the preprocessor decides the width, not a setting
     # every builder takes pair features now (issue 16); MCAN's width follows both switches
-    assert zoo.num_features_of(zoo.resolve("mcan_fm", overlap_features=True)) == 4
-    assert zoo.num_features_of(zoo.resolve("mcan_fm", overlap_features=True, bm25_feature=True)) == 5
-    assert zoo.num_features_of(zoo.resolve("mcan_fm", bm25_feature=True)) == 1
+    assert _num_features(zoo.resolve("mcan_fm", overlap_features=True)) == 4
+    assert _num_features(zoo.resolve("mcan_fm", overlap_features=True, bm25_feature=True)) == 5
+    assert _num_features(zoo.resolve("mcan_fm", bm25_feature=True)) == 1
 
 
 def test_a_builder_without_pair_features_refuses_them(monkeypatch):
-    import types
-    import sys
+    def build(vocab_size, embeddings=None, lstm_units=4, name=None):
+        return None
 
-    module = types.ModuleType("no_features_builder")
-    module.build = lambda vocab_size, embeddings=None, lstm_units=4, name=None: None
-    monkeypatch.setitem(sys.modules, "no_features_builder", module)
-    monkeypatch.setitem(zoo.BUILDERS, "mcan", "no_features_builder:build")
-    with pytest.raises(ValueError, match="takes no pair features, so bm25_feature cannot be switched on"):
+    monkeypatch.setitem(zoo.families()["mcan"].builders, "mcan", build)
+    with pytest.raises(ValueError, match="builder 'mcan' takes no num_features, so the preprocessing settings "
+                                         "overlap_features / bm25_feature cannot be switched on"):
         zoo.resolve("mcan_fm", bm25_feature=True)
 
 
@@ -256,7 +264,7 @@ def test_a_run_without_its_document_frequencies_is_refused(ctrn_run, tmp_path):
 
     copy = tmp_path / "copy"
     shutil.copytree(ctrn_run, copy)
-    (copy / "document_frequencies.tsv").unlink()
+    (copy / FREQUENCIES_FILE).unlink()
     with pytest.raises(FileNotFoundError, match="document_frequencies.tsv"):
         training.load_run(copy)
 

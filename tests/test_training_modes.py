@@ -8,7 +8,9 @@ import keras
 import numpy as np
 import pytest
 
-from keras_match import cli, heads, runs, tasks, training, zoo
+from keras_match import cli, heads, losses, runs, tasks, training, zoo
+from keras_match.preprocessors.pair import PairPreprocessor
+from keras_match.recipe import Recipe, settings_for_task
 
 from conftest import SMALL_MCAN, train_args
 
@@ -22,10 +24,11 @@ def test_ranking_losses_train_and_are_recorded(data_dir, tmp_path, capsys, loss,
     out = capsys.readouterr().out
     assert f"{mode} batches, length-bucketed" in out and "test: MAP" in out
     config = json.loads((run_dir / "config.json").read_text())
-    assert config["preset"]["training"]["bucketing"] is True  # on by default, recorded with the run
+    assert config["settings"]["training"]["bucketing"] is True  # on by default, recorded with the run
     report = json.loads((run_dir / "metrics.json").read_text())
-    assert config["loss_mode"] == mode and report["loss_mode"] == mode
-    assert config["preset"]["training"]["loss"] == loss
+    # config.json records the loss (its mode follows from it); metrics.json records the mode
+    assert losses.mode_of(config["settings"]["training"]["loss"]) == mode and report["loss_mode"] == mode
+    assert config["settings"]["training"]["loss"] == loss
     assert report["train_pairs_per_s"] > 0
     run = training.load_run(run_dir)
     scores = run.score(["who wrote hamlet ?"] * 2, ["Shakespeare wrote Hamlet .", "the cat sat ."])
@@ -40,7 +43,10 @@ def test_ctrn_trains_listwise_with_its_overlap_features(data_dir, tmp_path):
                      "train", "--max-train-questions", "10", "--epochs", "1", "--run-dir", str(run_dir),
                      "--set", "loss=listwise_softmax", "--set", "list_size=8", *SMALL_CTRN]) == 0
     run = training.load_run(run_dir)
-    assert run.preprocessor.num_features == 4 and run.config["loss_mode"] == "listwise"
+    report = json.loads((run_dir / "metrics.json").read_text())
+    assert run.preprocessor.num_features == 4 and report["loss_mode"] == "listwise"
+    assert run.config["settings"]["training"]["loss"] == "listwise_softmax"
+    assert losses.mode_of(run.config["settings"]["training"]["loss"]) == "listwise"
 
 
 def test_a_raw_score_head_trains_pointwise_with_sigmoid_cross_entropy(data_dir, tmp_path, capsys):
@@ -48,7 +54,7 @@ def test_a_raw_score_head_trains_pointwise_with_sigmoid_cross_entropy(data_dir, 
     assert cli.main(train_args(data_dir, run_dir, "--epochs", "1", "--set", "head=score",
                                "--set", "bucketing=false")) == 0
     assert "(ranking, pointwise batches)" in capsys.readouterr().out  # plain shuffled batches
-    assert json.loads((run_dir / "config.json").read_text())["preset"]["training"]["bucketing"] is False
+    assert json.loads((run_dir / "config.json").read_text())["settings"]["training"]["bucketing"] is False
     run = training.load_run(run_dir)
     assert run.head == "score" and run.model.outputs[0].shape[-1] == 1
     scores = run.score(["who wrote hamlet ?"], ["Shakespeare wrote Hamlet ."])
@@ -67,15 +73,21 @@ def test_bad_loss_names_are_refused(data_dir, tmp_path, capsys):
 def test_every_ranking_entry_compiles_for_every_loss_mode(name, loss):
     """One training step of each mode runs for every zoo entry and moves its weights: the model `train` fits
     takes the mode's batch shapes with no entry-specific code (synthetic ids; real data: the tests above)."""
-    preset, mode = training._resolve_preset(name, tasks.RankingTask(), None, None, {**_small(name), "loss": loss})
-    model = zoo.build(preset, vocab_size=30)
-    fit_model = training._compile_for_mode(model, preset, mode)
+    task = tasks.RankingTask()
+    settings = settings_for_task(zoo.resolve(name, **_small(name), loss=loss), task)
+    mode = losses.mode_of(settings.training.loss)
+    model = zoo.build(settings, vocab_size=30)
+    # the recipe of a run on no data: `compile` reads only the settings
+    recipe = Recipe(settings=settings, overrides={}, dataset=None, task=task, vectors=None, train_split=None,
+                    train_examples=None, dev_examples=None, seed=0)
+    fit_model = recipe.compile(model)
     rng = np.random.default_rng(0)
     lead = {"pointwise": (4,), "pairwise": (4, 2), "listwise": (2, 3)}[mode]
     x = {"question": rng.integers(1, 30, lead + (5,)).astype("int32"),
          "answer": rng.integers(1, 30, lead + (7,)).astype("int32")}
-    if zoo.num_features_of(preset):
-        x["features"] = rng.uniform(size=lead + (4,)).astype("float32")
+    num_features = PairPreprocessor.default_model_arguments(settings.preprocessing)["num_features"]
+    if num_features:
+        x["features"] = rng.uniform(size=lead + (num_features,)).astype("float32")
     y = {"pointwise": np.array([1, 0, 0, 1], "int32"), "pairwise": np.zeros(4, "float32"),
          "listwise": np.array([[1, 0, -1], [0, 1, 0]], "float32")}[mode]
     before = [w.numpy().copy() for w in model.trainable_weights]
@@ -108,8 +120,8 @@ def test_sick_trains_a_classifier_and_prints_test_accuracy(sick_run):
     assert set(report["test"]["per_class"]) == {"entailment", "neutral", "contradiction"}
     assert 0 < report["test"]["accuracy"] <= 1 and report["summary"]["test"].startswith("accuracy ")
     config = json.loads((sick_run / "config.json").read_text())
-    assert config["label_names"] == ["entailment", "neutral", "contradiction"]
-    assert config["preset"]["model"]["head"] == "classification"
+    assert config["task"] == {"kind": "classification", "label_names": ["entailment", "neutral", "contradiction"]}
+    assert config["settings"]["model"]["head"] == "classification"
     run = training.load_run(sick_run)
     assert run.head == "classification" and run.model.outputs[0].shape[-1] == 3
 

@@ -9,9 +9,10 @@ import keras_tuner as kt
 import pytest
 
 from keras_match import cli, tuning, zoo
+from keras_match.recipe import Recipe
 
 # QRNN: the zoo's quickest model to build and train, so the searches below cost seconds per trial
-TINY = {"file": "tiny.json", "builders": ["qrnn"],
+TINY = {"file": "tiny.json", "family": "ctrn",
         "hyperparameters": {"filters": {"type": "choice", "values": [8, 16]},
                             "projection_dim": {"type": "choice", "values": [None, 12]}}}
 FIXED = dict(dense_units=4, epochs=1)
@@ -20,7 +21,8 @@ FIXED = dict(dense_units=4, epochs=1)
 def test_every_zoo_entry_has_a_space_that_fits_it():
     for name in zoo.names():
         space = tuning.space_for(name)
-        assert zoo.describe(name)["builder"] in space["builders"]
+        family = zoo.describe(name)["family"]
+        assert space["family"] == family and space["file"] == f"{family}.json"  # tuning/<family>.json
     ctrn = tuning.space_for("ctrn")["hyperparameters"]
     assert ctrn["filters"] == {"type": "int", "min_value": 128, "max_value": 1024, "step": 128}  # the paper's grid
     assert ctrn["batch_size"]["values"] == [64, 128, 256, 512]
@@ -30,19 +32,27 @@ def test_every_zoo_entry_has_a_space_that_fits_it():
     assert set(values) == set(tuning.space_for("mcan_fm")["hyperparameters"])
 
 
-def test_a_zoo_entry_without_a_space_names_the_file_to_add(monkeypatch):
-    monkeypatch.setattr(tuning, "_space_files", lambda: [])
-    with pytest.raises(FileNotFoundError, match=r"zoo entry 'qrnn' has no search space: add tuning/qrnn\.json"):
+def _spaces_package(monkeypatch, tmp_path, name, spaces):
+    """The search spaces come from the importable package `name` holding the files `spaces` (`{file: space}`)."""
+    package = tmp_path / name
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    for file_name, space in spaces.items():
+        (package / file_name).write_text(json.dumps(space))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(tuning, "SPACE_PACKAGE", name)
+
+
+def test_a_zoo_entry_without_a_space_names_the_file_to_add(monkeypatch, tmp_path):
+    _spaces_package(monkeypatch, tmp_path, "no_tuning_spaces", {})
+    with pytest.raises(FileNotFoundError, match=r"zoo entry 'qrnn' has no search space: add tuning/ctrn\.json"):
         tuning.space_for("qrnn")
 
 
 def test_a_space_that_does_not_fit_its_entry_is_refused(monkeypatch, tmp_path):
-    bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps({"builders": ["qrnn"], "hyperparameters": {"lstm_units": {"type": "int",
-                                                                                          "min_value": 1,
-                                                                                          "max_value": 2}}}))
-    monkeypatch.setattr(tuning, "_space_files", lambda: [bad])
-    with pytest.raises(ValueError, match=r"search space bad\.json does not fit zoo entry 'qrnn'.*lstm_units"):
+    bad = {"family": "ctrn", "hyperparameters": {"lstm_units": {"type": "int", "min_value": 1, "max_value": 2}}}
+    _spaces_package(monkeypatch, tmp_path, "bad_tuning_spaces", {"ctrn.json": bad})
+    with pytest.raises(ValueError, match=r"search space ctrn\.json does not fit zoo entry 'qrnn'.*lstm_units"):
         tuning.space_for("qrnn")
 
 
@@ -110,10 +120,10 @@ def test_a_grid_search_runs_every_combination_and_resumes_without_repeating(hype
 def test_a_failing_trial_is_recorded_and_the_search_goes_on(hypermodel, tmp_path, monkeypatch):
     original = zoo.build
 
-    def build(preset, **kwargs):
-        if preset["model"]["projection_dim"] == 12:
+    def build(settings, **kwargs):
+        if settings.model["projection_dim"] == 12:
             raise MemoryError("simulated: out of memory for this width")
-        return original(preset, **kwargs)
+        return original(settings, **kwargs)
 
     monkeypatch.setattr(zoo, "build", build)
     tuner = tuning.make_tuner(hypermodel, "grid", tmp_path / "search", max_trials=3)
@@ -143,10 +153,10 @@ def test_tune_command_then_train_with_the_best_configuration(data_dir, tmp_path,
     assert cli.main(["train", "qrnn_wikiqa", "--dataset", "trecqa-clean", "--data-dir", str(data_dir),
                      "--max-train-questions", "12", "--run-dir", str(run_dir), "--config", str(search / "best.json"),
                      "--epochs", "2", "--set", "dropout=0.25"]) == 0
-    preset = json.loads((run_dir / "config.json").read_text())["preset"]
-    assert preset["model"]["filters"] == best["settings"]["filters"]
-    assert preset["model"]["dense_units"] == 4  # from the configuration
-    assert preset["training"]["epochs"] == 2 and preset["model"]["dropout"] == 0.25  # the options override it
+    settings = json.loads((run_dir / "config.json").read_text())["settings"]
+    assert settings["model"]["filters"] == best["settings"]["filters"]
+    assert settings["model"]["dense_units"] == 4  # from the configuration
+    assert settings["training"]["epochs"] == 2 and settings["model"]["dropout"] == 0.25  # the options override it
 
 
 def test_a_config_of_another_zoo_entry_is_refused(tmp_path, capsys):
@@ -173,8 +183,8 @@ def test_a_trial_reports_the_epochs_it_ran_and_its_whole_time_not_those_of_its_b
     hypermodel = tuning.MatchHyperModel("qrnn_wikiqa", "trecqa-clean", space=TINY, data_dir=data_dir,
                                         max_train_questions=12, verbose=0, dense_units=4, epochs=3, patience=5)
     dev_maps = iter([0.9, 0.5, 0.4])
-    monkeypatch.setattr(tuning.training, "_evaluator",
-                        lambda *args: lambda: {"map": next(dev_maps), "mrr": 0.5, "p@1": 0.5})
+    monkeypatch.setattr(Recipe, "evaluator",
+                        lambda *args, **kwargs: lambda: {"map": next(dev_maps), "mrr": 0.5, "p@1": 0.5})
     walls = []
     original = tuning.MatchHyperModel.fit
 

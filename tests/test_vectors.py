@@ -10,7 +10,7 @@ import shutil
 import numpy as np
 import pytest
 
-from keras_match import cli, export, text, training, vectors
+from keras_match import cli, export, recipe, text, training, vectors, zoo
 from keras_match.text import OOV_ID, TextEncoder
 
 TINY = "the 0.1 0.2 0.3\ncat -1 0.5 2e-1\nNew 1 1 1\nzürich 1.5 -2.5 3\ncat 9 9 9\nhello-world 2 2 2\n"
@@ -162,7 +162,7 @@ def test_vector_words_follow_the_training_words_once_each_if_the_tokenizer_can_p
 
 
 @pytest.mark.parametrize(
-    "model, training, expected",
+    "model, preprocessing, expected",
     [
         ({}, {"max_vocabulary": None}, ["the", "cat", "New", "zürich", "cat", "hello-world"]),
         ({}, {"max_vocabulary": 2}, ["the", "cat"]),
@@ -170,34 +170,40 @@ def test_vector_words_follow_the_training_words_once_each_if_the_tokenizer_can_p
         ({"trainable_embeddings": True}, {"max_vocabulary": None}, None),
     ],
 )
-def test_max_vocabulary_and_trainable_embeddings(tmp_path, model, training, expected):
+def test_max_vocabulary_and_trainable_embeddings(tmp_path, model, preprocessing, expected):
     source = vectors.load_vectors(_write(tmp_path / "v.txt", TINY))
-    assert training_words(model, training, source) == expected
+    assert training_words(model, preprocessing, source) == expected
 
 
-def training_words(model, training_settings, source):
-    return training._vector_words({"model": model, "training": training_settings}, source)
+def _recipe(settings, source, seed=0):
+    """A recipe of `settings` with the vectors `source` and no data (what `Recipe.vector_words` and
+    `Recipe.embeddings` read)."""
+    return recipe.Recipe(settings=settings, overrides={}, dataset=None, task=None, vectors=source, train_split=None,
+                         train_examples=None, dev_examples=None, seed=seed)
+
+
+def training_words(model, preprocessing_settings, source):
+    settings = zoo.resolve("mcan_fm", **model, **preprocessing_settings)
+    return _recipe(settings, source).vector_words()
 
 
 def test_compare_aggregate_entries_start_words_without_a_vector_at_zero_and_others_at_random(tmp_path):
     import types
 
-    from keras_match import zoo
-
     source = vectors.load_vectors(_write(tmp_path / "v.txt", TINY))
     preprocessor = types.SimpleNamespace(encoder=TextEncoder(["cat", "unknownword"]))
     rows = {}
     for name in ("compare_aggregate_mult", "compare_aggregate_submult_nn_sick", "mcan_fm"):
-        matrix, report = training.pretrained_embeddings(zoo.resolve(name), preprocessor, source, seed=0)
+        matrix, report = _recipe(zoo.resolve(name), source, seed=0).embeddings(preprocessor)
         np.testing.assert_array_equal(matrix[2], source.matrix[source.index["cat"]])
         assert report["missing_examples"] == ["unknownword"]
         rows[name] = matrix[3]
     np.testing.assert_array_equal(rows["compare_aggregate_mult"], 0.0)
     np.testing.assert_array_equal(rows["compare_aggregate_submult_nn_sick"], 0.0)
     assert np.abs(rows["mcan_fm"]).max() > 0  # the other entries keep small random vectors
-    zero, _ = training.pretrained_embeddings(zoo.resolve("mcan_fm", missing_vectors="zero"), preprocessor, source, 0)
+    zero, _ = _recipe(zoo.resolve("mcan_fm", missing_vectors="zero"), source, 0).embeddings(preprocessor)
     np.testing.assert_array_equal(zero[3], 0.0)
-    assert training.pretrained_embeddings(zoo.resolve("mcan_fm"), preprocessor, None, 0) == (None, None)
+    assert _recipe(zoo.resolve("mcan_fm"), None, 0).embeddings(preprocessor) == (None, None)
     with pytest.raises(ValueError, match='missing_vectors="zeros": must be "random" or "zero"'):
         zoo.resolve("mcan_fm", missing_vectors="zeros")
 
@@ -205,7 +211,7 @@ def test_compare_aggregate_entries_start_words_without_a_vector_at_zero_and_othe
 @pytest.mark.parametrize("cap", [-1, 1.5, "10", True])
 def test_a_bad_max_vocabulary_is_named(tmp_path, cap):
     source = vectors.load_vectors(_write(tmp_path / "v.txt", TINY))
-    with pytest.raises(ValueError, match="max_vocabulary must be null or an integer >= 0"):
+    with pytest.raises(ValueError, match=r"setting max_vocabulary=\S+: must be null or an integer >= 0"):
         training_words({}, {"max_vocabulary": cap}, source)
 
 
@@ -235,7 +241,7 @@ def test_a_word_unseen_in_training_has_its_own_id_and_file_vector_in_the_run_and
     config = json.loads((trained_run / "config.json").read_text())
     source = vectors.load_vectors(config["embeddings"])
     assert config["embeddings_sha256"] == source.sha256
-    ids = run.encoder.lookup(UNSEEN).numpy()
+    ids = run.preprocessor.encoder.lookup(UNSEEN).numpy()
     assert OOV_ID not in ids and len(set(ids)) == 2
     matrix = _embedding_matrix(run.model, run.preprocessor.vocab_size)
     for word, i in zip(UNSEEN, ids):

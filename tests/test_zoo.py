@@ -14,8 +14,13 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 
 
 def test_names_list_every_preset_file():
-    files = sorted(p.stem for p in (REPO / "zoo").glob("*.json"))
+    # zoo/<family>/<entry>.json; an abstract preset is written only to be extended and is no entry
+    paths = sorted((REPO / "zoo").glob("*/*.json"))
+    files = sorted(p.stem for p in paths if not json.loads(p.read_text(encoding="utf-8")).get("abstract"))
     assert zoo.names() == files
+    for path in paths:
+        if path.stem in files:
+            assert zoo.describe(path.stem)["family"] == path.parent.name, path
     assert {"mcan_sm", "mcan_nn", "mcan_fm"} <= set(zoo.names())
 
 
@@ -79,7 +84,7 @@ def test_an_installed_copy_finds_the_presets(tmp_path):
     (wheel,) = (tmp_path / "wheel").glob("keras_match-*.whl")
     with zipfile.ZipFile(wheel) as zf:
         members = zf.namelist()
-    assert "keras_match/zoo_presets/mcan_fm.json" in members
+    assert "keras_match/zoo_presets/mcan/mcan_fm.json" in members
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(tmp_path / "site"),
          str(wheel)],

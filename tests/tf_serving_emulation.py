@@ -10,6 +10,7 @@ client side.
 from __future__ import annotations
 
 import base64
+import json
 
 import numpy as np
 
@@ -87,7 +88,8 @@ def decode_rest_body(body, inputs):
     Args:
         body: the request, a `dict` or its JSON text.
         inputs: the signature's inputs, `{name: dtype}` or `{name: (dtype, shape)}` (dtype: a name such as
-            `"string"`/`"int32"`, a numpy or a `tf.DType`), e.g. `SIGNATURE_INPUTS["serving_default"]`.
+            `"string"`/`"int32"`, a numpy or a `tf.DType`), e.g. the export metadata's
+            `signatures["serving_default"]` (`keras_match.export.read_metadata`).
 
     Returns:
         dict input name -> numpy array (`dtype=object` holding `bytes` for strings).
@@ -146,6 +148,16 @@ def decode_rest_body(body, inputs):
     if missing:
         raise ValueError(f"the request misses input(s) {missing} of the signature")
     return {name: _to_array(value, specs[name], f"inputs ({name})") for name, value in columns.items()}
+
+
+def _json_text(value):
+    """A DT_STRING element as the server writes it: UTF-8 text as a JSON string, other bytes as `{"b64": ...}`."""
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            return {"b64": base64.b64encode(value).decode("ascii")}
+    return value
 
 
 def _json_value(array):

@@ -11,7 +11,6 @@ The requests come from `keras_match.serving` (the functions the tests and the wa
 Needs the `serving` extra: `pip install keras-match[serving]` (tensorflow-serving-api, grpcio).
 """
 
-import argparse
 import sys
 
 import grpc
@@ -40,20 +39,7 @@ def rank(host, port, model, question, answers, signature="rank", version=None, t
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--host", default="localhost")
-    parser.add_argument("--port", type=int, default=8500, help="TF Serving's gRPC port (default 8500)")
-    parser.add_argument("--model", default="mcan_fm", help="the model's name on the server")
-    parser.add_argument("--version", type=int, default=None, help="a specific version (default: the latest)")
-    parser.add_argument("--signature", default="rank", choices=["rank", "serving_default"])
-    parser.add_argument("--question", required=True)
-    parser.add_argument("--answer", action="append", required=True, help="a candidate answer (repeat for each)")
-    args = parser.parse_args(argv)
-    scores, order = rank(args.host, args.port, args.model, args.question, args.answer, args.signature,
-                         args.version)
-    for position, i in enumerate(order, 1):
-        print(f"{position}\t{scores[i]:.4f}\t{args.answer[i]}")
-    return scores, order
+    return serving.rank_command(rank, __doc__.split("\n")[0], 8500, argv)
 
 
 if __name__ == "__main__":

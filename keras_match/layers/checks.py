@@ -1,4 +1,9 @@
-"""Argument and shape checks shared by the layers (and the builders that take the same arguments)."""
+"""Argument and shape checks shared by the layers (and the builders that take the same arguments).
+
+Each raises `ValueError` with one wording for one rule, whichever layer applies it: `positive_int` and `one_of`
+for constructor arguments, `last_dim` and `sequence_shape` for the input shapes seen by `build`. The checks of
+a pair of inputs `[q, d]` are `keras_match.layers.masked_ops.check_pair_shape`.
+"""
 
 
 def positive_int(name, value, allow_none=False):
@@ -10,6 +15,12 @@ def positive_int(name, value, allow_none=False):
         raise ValueError(f"`{name}` must be {expected}. Received: {name}={value!r}")
 
 
+def one_of(name, value, choices):
+    """Raises ValueError naming `name` and listing `choices` unless `value` is one of them."""
+    if value not in choices:
+        raise ValueError(f"`{name}` must be one of {choices}. Received: {name}={value!r}")
+
+
 def last_dim(layer, input_shape):
     """The last dimension of `input_shape`; ValueError naming `layer` when it is undefined."""
     dim = input_shape[-1]
@@ -18,3 +29,17 @@ def last_dim(layer, input_shape):
             f"Layer {layer.name} needs a defined last input dimension. Received input_shape={input_shape}"
         )
     return dim
+
+
+def sequence_shape(layer, input_shape, defined_dim=True):
+    """Check that `input_shape` is a sequence `[batch, time, dim]` (rank 3); with `defined_dim`, `dim` known.
+
+    Raises:
+        ValueError: naming `layer`, if the rank is not 3 (or, with `defined_dim`, the last dimension is None).
+    """
+    if len(input_shape) != 3 or (defined_dim and input_shape[-1] is None):
+        required = " with a defined last dimension" if defined_dim else ""
+        raise ValueError(
+            f"Layer {layer.name} expects a rank-3 input [batch, time, dim]{required}. "
+            f"Received input_shape={input_shape}"
+        )

@@ -1,7 +1,8 @@
 """Co-attention (MCAN eq. 2-5): the affinity matrix and its max, mean and alignment poolings.
 
 The module holds plain functions on backend tensors, reusable by any pair model (MCAN, IWAN,
-Compare-Aggregate), and the `CoAttention` layer that calls them.
+Compare-Aggregate), the `CoAttention` layer that calls them, and `ProjectedAttention`, the base class of
+`CoAttention` and `IntraAttention` (the projection `F` of their affinity scores).
 
 Index convention used throughout (eq. 2): `s[b, i, j] = F(q_i)^T F(d_j)`, `i` over the words of q (rows),
 `j` over the words of d (columns), so `s` is `[batch, len_q, len_d]`.
@@ -10,10 +11,14 @@ Index convention used throughout (eq. 2): `s[b, i, j] = F(q_i)^T F(d_j)`, `i` ov
 import keras
 from keras import ops
 
+from keras_match.layers.checks import one_of
+from keras_match.layers.checks import positive_int
+from keras_match.layers.docstrings import fill_docstring
 from keras_match.layers.masked_ops import check_pair_shape
 from keras_match.layers.masked_ops import masked_max
 from keras_match.layers.masked_ops import masked_mean
 from keras_match.layers.masked_ops import masked_softmax
+from keras_match.layers.masked_ops import pass_pair_masks
 from keras_match.layers.masked_ops import split_pair_masks
 from keras_match.layers.masked_ops import zero_padded
 
@@ -140,8 +145,61 @@ def _per_word(vector, like, mask):
     return zero_padded(vector, mask)
 
 
+PROJECTION_DOCS = {
+    "projection_args": """units: int, output size of `F`.
+activation: activation of `F` (name or callable). Defaults to `"relu"`.
+kernel_regularizer: optional regularizer of `F`'s kernel.""",
+    "projection_weights": """Weights:
+    `F`: `projection/kernel [dim, units]`, `projection/bias [units]` (2 trainable weights).""",
+}
+"""Docstring text of the layers built on `ProjectedAttention`: its Args entries and the Weights section."""
+
+
+class ProjectedAttention(keras.layers.Layer):
+    """Base class of `CoAttention` and `IntraAttention`: the projection `F` their affinity scores are made of.
+
+    `F` is one dense layer (`units`, `activation`, `kernel_regularizer`) that the subclass creates in `build`
+    with `build_projection`; the scores are dot products of projected words (eq. 2, eq. 6), divided by
+    `sqrt(units)` with `scaled_affinity`. This class takes those arguments (`units` must be a positive integer)
+    and puts them in the config; the layers are mask-aware.
+    """
+
+    def __init__(self, units, activation="relu", kernel_regularizer=None, scaled_affinity=False, **kwargs):
+        super().__init__(**kwargs)
+        positive_int("units", units)
+        self.units = units
+        self.activation = keras.activations.get(activation)
+        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
+        self.scaled_affinity = bool(scaled_affinity)
+        self.supports_masking = True
+
+    def build_projection(self, input_shape):
+        """Create and build `self.projection` (`F`) for inputs of `input_shape` (weights `projection/...`)."""
+        self.projection = keras.layers.Dense(
+            self.units,
+            activation=self.activation,
+            kernel_regularizer=self.kernel_regularizer,
+            dtype=self.dtype_policy,
+            name="projection",
+        )
+        self.projection.build(input_shape)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "units": self.units,
+                "activation": keras.activations.serialize(self.activation),
+                "kernel_regularizer": keras.regularizers.serialize(self.kernel_regularizer),
+                "scaled_affinity": self.scaled_affinity,
+            }
+        )
+        return config
+
+
 @keras.saving.register_keras_serializable(package="keras_match")
-class CoAttention(keras.layers.Layer):
+@fill_docstring(**PROJECTION_DOCS)
+class CoAttention(ProjectedAttention):
     """Co-attention between a query and a document: affinity matrix plus max, mean and alignment pooling.
 
     Implements section 2.2 of Tay et al. (2018):
@@ -166,9 +224,7 @@ class CoAttention(keras.layers.Layer):
       aligned vector is a softmax-weighted sum of the partner's words, normalised over the partner's words.
 
     Args:
-        units: int, output size of `F`.
-        activation: activation of `F` (name or callable). Defaults to `"relu"`.
-        kernel_regularizer: optional regularizer of `F`'s kernel.
+        {projection_args}
         pooled_casts: `"broadcast"` (default) or `"weighted"`: what the `max` and `mean` outputs hold per word
             (see above).
         scaled_affinity: divide `s` by `sqrt(units)` (the authors' dot attention). Defaults to False (eq. 2).
@@ -194,8 +250,7 @@ class CoAttention(keras.layers.Layer):
         scores of 0 for eq. 3-4; an empty own text gives zero pooled vectors; all outputs stay finite. The
         outputs `max`, `mean`, `alignment` carry the q / d masks; `affinity` carries none.
 
-    Weights:
-        `F`: `projection/kernel [dim, units]`, `projection/bias [units]` (2 trainable weights).
+    {projection_weights}
 
     Raises:
         ValueError: at construction if `units` is not a positive integer or `pooled_casts` is unknown; at build
@@ -223,28 +278,13 @@ class CoAttention(keras.layers.Layer):
 
     def __init__(self, units, activation="relu", kernel_regularizer=None, pooled_casts="broadcast",
                  scaled_affinity=False, **kwargs):
-        super().__init__(**kwargs)
-        if isinstance(units, bool) or not isinstance(units, int) or units < 1:
-            raise ValueError(f"`units` must be a positive integer. Received: units={units}")
-        if pooled_casts not in POOLED_CASTS:
-            raise ValueError(f"`pooled_casts` must be one of {POOLED_CASTS}. Received: pooled_casts={pooled_casts!r}")
-        self.units = units
-        self.activation = keras.activations.get(activation)
-        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
+        super().__init__(units, activation, kernel_regularizer, scaled_affinity, **kwargs)
+        one_of("pooled_casts", pooled_casts, POOLED_CASTS)
         self.pooled_casts = pooled_casts
-        self.scaled_affinity = bool(scaled_affinity)
-        self.supports_masking = True
 
     def build(self, input_shape):
         q_shape, _ = check_pair_shape(input_shape, self.name)
-        self.projection = keras.layers.Dense(
-            self.units,
-            activation=self.activation,
-            kernel_regularizer=self.kernel_regularizer,
-            dtype=self.dtype_policy,
-            name="projection",
-        )
-        self.projection.build(q_shape)
+        self.build_projection(q_shape)
 
     def call(self, inputs, mask=None):
         q, d = inputs
@@ -270,10 +310,9 @@ class CoAttention(keras.layers.Layer):
         }
 
     def compute_mask(self, inputs, mask=None):
-        if mask is None:
+        pair = pass_pair_masks(mask)
+        if pair is None:
             return None
-        q_mask, d_mask = mask
-        pair = (q_mask, d_mask)
         return {"affinity": None, "max": pair, "mean": pair, "alignment": pair}
 
     def compute_output_shape(self, input_shape):
@@ -288,13 +327,5 @@ class CoAttention(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(
-            {
-                "units": self.units,
-                "activation": keras.activations.serialize(self.activation),
-                "kernel_regularizer": keras.regularizers.serialize(self.kernel_regularizer),
-                "pooled_casts": self.pooled_casts,
-                "scaled_affinity": self.scaled_affinity,
-            }
-        )
+        config.update({"pooled_casts": self.pooled_casts})
         return config

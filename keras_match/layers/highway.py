@@ -3,6 +3,9 @@
 import keras
 from keras import ops
 
+from keras_match.layers.checks import last_dim
+from keras_match.layers.checks import positive_int
+
 
 def _clone_initializer(initializer, offset):
     """A fresh copy of `initializer`, so that weights of one shape do not all get the same values.
@@ -88,8 +91,7 @@ class Highway(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        if units is not None and (isinstance(units, bool) or not isinstance(units, int) or units < 1):
-            raise ValueError(f"`units` must be a positive integer or None. Received: units={units}")
+        positive_int("units", units, allow_none=True)
         self.units = units
         self.activation = keras.activations.get(activation)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
@@ -97,11 +99,7 @@ class Highway(keras.layers.Layer):
         self.supports_masking = True
 
     def build(self, input_shape):
-        input_dim = input_shape[-1]
-        if input_dim is None:
-            raise ValueError(
-                f"Layer {self.name} needs a defined last input dimension. Received input_shape={input_shape}"
-            )
+        input_dim = last_dim(self, input_shape)
         units = input_dim if self.units is None else self.units
         self.output_units = units
         self.has_projection = units != input_dim
@@ -130,8 +128,7 @@ class Highway(keras.layers.Layer):
             carry = inputs
         return transform * gate + (1.0 - gate) * carry
 
-    def compute_mask(self, inputs, mask=None):
-        return mask
+    # Position-wise: the input mask passes through unchanged (`supports_masking`).
 
     def compute_output_shape(self, input_shape):
         units = input_shape[-1] if self.units is None else self.units

@@ -2,14 +2,19 @@
 
 import keras
 
+from keras_match.layers.checks import sequence_shape
+from keras_match.layers.co_attention import PROJECTION_DOCS
+from keras_match.layers.co_attention import ProjectedAttention
 from keras_match.layers.co_attention import affinity
 from keras_match.layers.co_attention import soft_align
+from keras_match.layers.docstrings import fill_docstring
 from keras_match.layers.masked_ops import as_bool_mask
 from keras_match.layers.masked_ops import zero_padded
 
 
 @keras.saving.register_keras_serializable(package="keras_match")
-class IntraAttention(keras.layers.Layer):
+@fill_docstring(**PROJECTION_DOCS)
+class IntraAttention(ProjectedAttention):
     """Intra-attention (self-alignment) of one sequence.
 
     Implements eq. 6 of Tay et al. (2018):
@@ -23,9 +28,7 @@ class IntraAttention(keras.layers.Layer):
     distance bias or self-exclusion is added (the paper mentions none).
 
     Args:
-        units: int, output size of `F`.
-        activation: activation of `F` (name or callable). Defaults to `"relu"`.
-        kernel_regularizer: optional regularizer of `F`'s kernel.
+        {projection_args}
         scaled_affinity: divide `s` by `sqrt(units)` (the authors' dot attention). Defaults to False (eq. 6).
         **kwargs: standard `keras.layers.Layer` arguments (`name`, `dtype`).
 
@@ -40,8 +43,7 @@ class IntraAttention(keras.layers.Layer):
         weight exactly 0 at padding), and the output is 0 at padded positions. A fully padded row gives
         zeros. The input mask is returned unchanged for the output.
 
-    Weights:
-        `F`: `projection/kernel [dim, units]`, `projection/bias [units]` (2 trainable weights).
+    {projection_weights}
 
     Raises:
         ValueError: at construction if `units` is not a positive integer; at build if the input is not rank 3
@@ -60,30 +62,12 @@ class IntraAttention(keras.layers.Layer):
           section 2.2.3, eq. 6.
     """
 
-    def __init__(self, units, activation="relu", kernel_regularizer=None, scaled_affinity=False, **kwargs):
-        super().__init__(**kwargs)
-        if isinstance(units, bool) or not isinstance(units, int) or units < 1:
-            raise ValueError(f"`units` must be a positive integer. Received: units={units}")
-        self.units = units
-        self.activation = keras.activations.get(activation)
-        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
-        self.scaled_affinity = bool(scaled_affinity)
-        self.supports_masking = True
+    # The arguments (`units`, `activation`, `kernel_regularizer`, `scaled_affinity`), their checks and config,
+    # and the projection `F` come from `ProjectedAttention`; the mask passes through (`supports_masking`).
 
     def build(self, input_shape):
-        if len(input_shape) != 3 or input_shape[-1] is None:
-            raise ValueError(
-                f"Layer {self.name} expects a rank-3 input [batch, time, dim] with a defined dim. "
-                f"Received input_shape={input_shape}"
-            )
-        self.projection = keras.layers.Dense(
-            self.units,
-            activation=self.activation,
-            kernel_regularizer=self.kernel_regularizer,
-            dtype=self.dtype_policy,
-            name="projection",
-        )
-        self.projection.build(input_shape)
+        sequence_shape(self, input_shape)
+        self.build_projection(input_shape)
 
     def call(self, inputs, mask=None):
         mask = as_bool_mask(mask)
@@ -91,20 +75,5 @@ class IntraAttention(keras.layers.Layer):
         s = affinity(projected, projected, scaled=self.scaled_affinity)
         return zero_padded(soft_align(s, inputs, mask), mask)
 
-    def compute_mask(self, inputs, mask=None):
-        return mask
-
     def compute_output_shape(self, input_shape):
         return tuple(input_shape)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            {
-                "units": self.units,
-                "activation": keras.activations.serialize(self.activation),
-                "kernel_regularizer": keras.regularizers.serialize(self.kernel_regularizer),
-                "scaled_affinity": self.scaled_affinity,
-            }
-        )
-        return config

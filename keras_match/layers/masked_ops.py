@@ -7,6 +7,8 @@ reduces them the same way:
   after it, so a row with no real position gives all-zero weights (not a uniform distribution, not NaN).
 - `masked_mean` / `masked_max`: reductions over real positions only; a reduction over an empty set is 0.
 - `zero_padded`: zero the vectors at padded positions.
+- pair layers (inputs `[q, d]`): `split_pair_masks` in `call`, `pass_pair_masks` in `compute_mask`,
+  `check_pair_shape` in `build`.
 
 Masks follow the Keras convention: boolean, `True` marks a real token. Integer or float masks are accepted and
 cast to bool (non-zero = real). A mask may have fewer dimensions than the values as long as it broadcasts
@@ -105,6 +107,18 @@ def split_pair_masks(mask):
             f"Expected `mask` to be None or a pair [q_mask, d_mask]. Received: mask={mask}"
         )
     return as_bool_mask(mask[0]), as_bool_mask(mask[1])
+
+
+def pass_pair_masks(mask):
+    """`compute_mask` of a pair layer whose two outputs keep the masks of its two inputs `[q, d]`.
+
+    Returns:
+        `None` without a mask, else the pair `(q_mask, d_mask)` as a tuple (either may be `None`).
+    """
+    if mask is None:
+        return None
+    q_mask, d_mask = mask
+    return (q_mask, d_mask)
 
 
 def check_pair_shape(input_shape, layer_name):

@@ -3,11 +3,14 @@
 import keras
 from keras import ops
 
+from keras_match.layers.docstrings import fill_docstring
 from keras_match.layers.masked_ops import masked_max
+from keras_match.layers.temporal_mean_pooling import POOLING_DOCS
 from keras_match.layers.temporal_mean_pooling import TemporalMeanPooling
 
 
 @keras.saving.register_keras_serializable(package="keras_match")
+@fill_docstring(**POOLING_DOCS)
 class MeanMaxPooling(TemporalMeanPooling):
     """Concatenated masked mean and masked max over time: `h = [mean_t h_t; max_t h_t]`.
 
@@ -30,14 +33,12 @@ class MeanMaxPooling(TemporalMeanPooling):
         result. A fully padded row (empty text) gives all zeros (no -inf, no NaN). The output carries no mask
         (time is reduced away). Without a mask every position counts.
 
-    Raises:
-        ValueError: at build if the input is not rank 3.
+    {pooling_raises}
 
     Examples:
 
     ```python
-    x = np.random.rand(2, 5, 3).astype("float32")
-    mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], bool)
+    {example_batch}
     MeanMaxPooling()(x, mask=mask)  # [2, 6]; row 0 pools its first 3 positions only
 
     # Usually after a sequence-returning encoder; the mask comes along implicitly:

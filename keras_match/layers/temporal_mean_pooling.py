@@ -3,10 +3,22 @@
 import keras
 from keras import ops
 
+from keras_match.layers.checks import sequence_shape
+from keras_match.layers.docstrings import fill_docstring
 from keras_match.layers.masked_ops import masked_mean
+
+POOLING_DOCS = {
+    "pooling_raises": """Raises:
+    ValueError: at build if the input is not rank 3.""",
+    "example_batch": """x = np.random.rand(2, 5, 3).astype("float32")
+mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], bool)""",
+}
+"""Docstring text of the poolings over time (`TemporalMeanPooling` and its subclass `MeanMaxPooling`): the
+Raises section and the padded batch of their examples."""
 
 
 @keras.saving.register_keras_serializable(package="keras_match")
+@fill_docstring(**POOLING_DOCS)
 class TemporalMeanPooling(keras.layers.Layer):
     """Masked mean over time of a sequence of hidden states: `x = mean_t h_t`.
 
@@ -27,14 +39,12 @@ class TemporalMeanPooling(keras.layers.Layer):
         changes the result; a fully padded row (empty text) gives zeros, not NaN (unlike
         `keras.layers.GlobalAveragePooling1D`). The output carries no mask. Without a mask every position counts.
 
-    Raises:
-        ValueError: at build if the input is not rank 3.
+    {pooling_raises}
 
     Examples:
 
     ```python
-    x = np.random.rand(2, 5, 3).astype("float32")
-    mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], bool)
+    {example_batch}
     TemporalMeanPooling()(x, mask=mask)  # [2, 3]; row 0 averages its first 3 positions
 
     hq, ha = CTRN(512)([q, a])           # masks come along implicitly
@@ -52,10 +62,7 @@ class TemporalMeanPooling(keras.layers.Layer):
         self.supports_masking = True
 
     def build(self, input_shape):
-        if len(input_shape) != 3:
-            raise ValueError(
-                f"Layer {self.name} expects a rank-3 input [batch, time, dim]. Received input_shape={input_shape}"
-            )
+        sequence_shape(self, input_shape, defined_dim=False)
 
     def call(self, inputs, mask=None):
         return masked_mean(inputs, self._feature_mask(mask), axis=1)

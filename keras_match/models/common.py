@@ -1,19 +1,46 @@
-"""Pieces every matching-model builder shares: the pair inputs, the embedding layer, the matching features."""
+"""Pieces every matching-model builder shares: token-id inputs, the embedding layer, the matching features, and
+`matching_model`, the one way a builder ends (pair representation + pair features -> prediction layers -> head)."""
 
 from __future__ import annotations
 
 import keras
 import numpy as np
 
+from keras_match.layers.docstrings import fill_docstring
 
-def pair_inputs():
-    """The two model inputs: int32 token ids `question` [batch, lq] and `answer` [batch, la] (0 = padding).
+EMBEDDING_ARGS = """vocab_size: int, number of token ids including padding (0) and OOV (1), as
+    `keras_match.text.TextEncoder.vocab_size`.
+embedding_dim: int, word vector size. Ignored when `embeddings` is given (its width is used).
+embeddings: optional float array `[vocab_size, embedding_dim]`, pretrained vectors (GloVe), e.g.
+    from `keras_match.text.load_embeddings`. Without it the embeddings are randomly initialised.
+trainable_embeddings: bool, whether the word vectors are trained (the papers keep them fixed)."""
+"""The Args entries of the embedding, shared by every pair builder's docstring (`{embedding_args}`)."""
+
+HEAD_ARGS = """num_classes: int >= 2, the number of labels of a classification head.
+num_features: int >= 0, number of extra pair features. With `num_features > 0` the model has a third
+    input `"features"`, float32 `[batch, num_features]` (`keras_match.features`: word overlap, BM25)."""
+"""The Args entries of the head and the pair features (`{head_args}`)."""
+
+PAIR_INPUTS = """inputs `{"question": int32 [batch, lq], "answer": int32 [batch, la]}`
+(token ids, 0 = padding, right-padded; lengths may differ between batches), plus `"features"` float32
+`[batch, num_features]` when `num_features > 0`"""
+"""The Returns text of a pair model's inputs (`{pair_inputs}`)."""
+
+
+def builder_docstring(*names):
+    """Decorator (`keras_match.layers.docstrings.fill_docstring`): fills a pair builder's `{embedding_args}`,
+    `{head_args}` and `{pair_inputs}` placeholders, those of `names` (default all three)."""
+    fragments = {"embedding_args": EMBEDDING_ARGS, "head_args": HEAD_ARGS, "pair_inputs": PAIR_INPUTS}
+    return fill_docstring(**{name: fragments[name] for name in (names or fragments)})
+
+
+def token_inputs(*names):
+    """One model input per name: int32 token ids `[batch, length]` (0 = padding), in the order given (a pair
+    model's are `token_inputs("question", "answer")`, the pair preprocessor's token-id inputs).
 
     Lengths are left unknown so batches can be trimmed to their longest text.
     """
-    question = keras.Input(shape=(None,), dtype="int32", name="question")
-    answer = keras.Input(shape=(None,), dtype="int32", name="answer")
-    return question, answer
+    return tuple(keras.Input(shape=(None,), dtype="int32", name=name) for name in names)
 
 
 def frozen_embedding(vocab_size, embedding_dim, embeddings=None, trainable=False):
@@ -81,3 +108,34 @@ def output_head(x, head="softmax", num_classes=None, regularizer=None):
     return keras.layers.Dense(
         units, activation=activation, kernel_regularizer=regularizer, name=heads.OUTPUT_LAYERS[head]
     )(x)
+
+
+def matching_model(inputs, x, *, features=None, prediction=None, head="softmax", num_classes=None,
+                   regularizer=None, embedding=None, embeddings=None, name=None):
+    """Ends a builder: the representation `x` (with the pair features), the prediction layers, the head, the
+    `keras.Model`, and the pretrained vectors copied into the embedding.
+
+    Args:
+        inputs: dict of the model's token-id inputs (`keras.Input`s).
+        x: float tensor `[batch, d]`, the pair representation the family computed.
+        features: the `features` input (`feature_input`) or None; concatenated to `x` (undropped, as CTRN
+            concatenates its word-overlap features "before the dense layers") and added to the inputs.
+        prediction: the family's prediction layers, a function `[batch, d'] -> [batch, h]` (None: none).
+        head, num_classes, regularizer: the output head (`output_head`).
+        embedding: the model's word embedding layer (`frozen_embedding`); `embeddings`, if given, are copied in
+            once the model is built, so the `.keras` config never holds the matrix.
+        name: the model's name.
+
+    Returns:
+        The `keras.Model` from `inputs` (plus `features`) to the head's output.
+    """
+    inputs = dict(inputs)
+    if features is not None:
+        inputs["features"] = features
+        x = keras.layers.Concatenate(name="pair_and_features")([x, features])
+    if prediction is not None:
+        x = prediction(x)
+    model = keras.Model(inputs, output_head(x, head, num_classes, regularizer), name=name)
+    if embeddings is not None:
+        embedding.set_weights([np.asarray(embeddings, dtype="float32")])
+    return model

@@ -5,12 +5,12 @@ import pytest
 from keras_match.layers import CoAttention
 from keras_match.layers import co_attention
 
-from . import references as ref
-from .helpers import assert_finite
-from .helpers import call_layer
-from .helpers import pad_more
-from .helpers import padded_batch
-from .helpers import run_layer_test
+import references as ref
+from helpers import assert_finite
+from helpers import call_layer
+from helpers import pad_more
+from helpers import padded_batch
+from helpers import run_layer_test
 
 Q_LENGTHS, D_LENGTHS = [5, 3, 1], [4, 7, 2]
 

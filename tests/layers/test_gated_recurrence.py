@@ -6,9 +6,9 @@ import tensorflow as tf
 from keras_match.layers import GatedLinearRecurrence
 from keras_match.layers import gated_linear_recurrence
 
-from . import references as ref
-from .helpers import lengths_mask
-from .helpers import run_layer_test
+import references as ref
+from helpers import lengths_mask
+from helpers import run_layer_test
 
 LENGTHS = [6, 3, 1, 0]
 

@@ -4,10 +4,10 @@ import pytest
 
 from keras_match.layers import Highway
 
-from . import references as ref
-from .helpers import call_layer
-from .helpers import padded_batch
-from .helpers import run_layer_test
+import references as ref
+from helpers import call_layer
+from helpers import padded_batch
+from helpers import run_layer_test
 
 
 @pytest.mark.parametrize(

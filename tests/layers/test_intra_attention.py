@@ -3,12 +3,12 @@ import pytest
 
 from keras_match.layers import IntraAttention
 
-from . import references as ref
-from .helpers import assert_finite
-from .helpers import call_layer
-from .helpers import pad_more
-from .helpers import padded_batch
-from .helpers import run_layer_test
+import references as ref
+from helpers import assert_finite
+from helpers import call_layer
+from helpers import pad_more
+from helpers import padded_batch
+from helpers import run_layer_test
 
 LENGTHS = [5, 2, 4]
 

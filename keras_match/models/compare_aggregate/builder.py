@@ -1,0 +1,136 @@
+"""Compare-Aggregate (Wang & Jiang, ICLR 2017): the functional-API builder."""
+
+from __future__ import annotations
+
+import keras
+
+from keras_match.layers.checks import positive_int
+from keras_match.models.common import feature_input, frozen_embedding, matching_model, builder_docstring, token_inputs
+from keras_match.models.compare_aggregate.compare_aggregate import CompareAggregate
+
+
+def _check_rate(name, value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
+        raise ValueError(f"{name} must be a number in [0, 1), got {value!r}")
+
+
+@builder_docstring()
+def build_compare_aggregate(
+    vocab_size,
+    embedding_dim=300,
+    embeddings=None,
+    comparison="submult_nn",
+    units=150,
+    windows=(1, 2, 3, 4, 5),
+    filters=None,
+    conv_padding="valid",
+    dense_units=None,
+    embedding_dropout=0.3,
+    trainable_embeddings=False,
+    head="score",
+    num_classes=None,
+    num_features=0,
+    name=None,
+):
+    """Build a Compare-Aggregate model (Wang & Jiang, 2017) for scoring question/answer pairs.
+
+    The model follows sections 2 and 3.1 and the appendix of the paper:
+
+    1. word embeddings, frozen by default ("During training, they are not updated"; padding id 0 masked), with
+       dropout on the embedded words of both texts (`embedding_dropout`, "the hyper-parameter we tuned is the
+       dropout on the embedding layer");
+    2. `keras_match.layers.CompareAggregate` (eq. 1-9): the gated preprocessing shared by both texts (eq. 1),
+       the answer's attention over the question (eq. 2), the comparison function `comparison` (eq. 3-8) and the
+       CNN aggregation with one ReLU convolution of `filters` filters per window size, max-pooled over time
+       (eq. 9), giving `r` of width `len(windows) * filters` (`n * l` in the paper);
+    3. when `num_features > 0`, the extra pair features (word overlap, BM25: not in the paper) concatenated to
+       `r`, as CTRN concatenates them before its dense layers;
+    4. the prediction layers of eq. 10: a hidden layer `tanh(W^s r + b^s)` of width `dense_units` (`l` in the
+       paper), then the head. With the default `"score"` head the output is eq. 10's logit
+       `w^T tanh(W^s r + b^s) + b`, a raw score per pair; the softmax over a question's K candidates in eq. 10
+       is the listwise loss (`keras_match.losses.ListwiseSoftmax`, `loss="listwise_softmax"`), which scores
+       `[questions, K]` lists through `keras_match.heads.ListScorer`. For classification (SNLI in the paper,
+       "the actual model structure is what we have described before") the same hidden layer feeds a softmax
+       over `num_classes` labels (`head="classification"`); the paper does not spell this layer out, the tanh
+       layer is our reading of it.
+
+    The paper uses no L2 regularisation and no dropout besides the embedding dropout, so this builder has
+    neither. Train it with Adamax (learning rate 0.002, beta 0.9 / 0.999, the appendix).
+
+    Args:
+        {embedding_args}
+        comparison: str, the comparison function f of eq. 3-8: `"nn"`, `"ntn"`, `"euccos"`, `"sub"`, `"mult"`
+            or `"submult_nn"` (case-insensitive; see `keras_match.layers.get_comparison`).
+        units: int, the hidden size l (150 in the appendix): width of the preprocessing (eq. 1), of the
+            comparison functions with weights (eq. 3, 4, 8) and, by default, of the convolutions and of the
+            hidden prediction layer.
+        windows: non-empty list of distinct positive ints, the CNN window sizes n of eq. 9 ([1, 2, 3, 4, 5] for
+            WikiQA and SNLI in the appendix).
+        filters: int or None, filters per window (None: `units`, so that `r` is in R^{nl}).
+        conv_padding: `"valid"` (Kim's narrow convolution, default) or `"same"`, see
+            `keras_match.layers.CNNAggregation`.
+        dense_units: int or None, width of the hidden tanh layer of eq. 10 (`W^s in R^{l x nl}`; None: `units`).
+        embedding_dropout: float in [0, 1), dropout rate on the embedded words (the paper tunes it and does not
+            report the value; 0.3 is the authors' README example for SNLI).
+        head: the output head (`keras_match.heads`): `"score"` (eq. 10, a raw ranking score, default),
+            `"softmax"` (a 2-class softmax over (not relevant, relevant)) or `"classification"` (softmax over
+            `num_classes` labels, e.g. entailment).
+        {head_args}
+        name: optional model name; default `"compare_aggregate_<comparison>"`.
+
+    Returns:
+        An uncompiled `keras.Model` with {pair_inputs}, and one output, the head's: float32 `[batch, 1]` raw
+        scores for the default `"score"` head (`[batch, 2]` probabilities for `"softmax"`,
+        `[batch, num_classes]` for `"classification"`). The question is the text attended to (the premise for
+        entailment), the answer the text compared word by word (the hypothesis). Padding never changes a pair's
+        output (padded words get no attention weight and never enter the CNN's max); an empty answer gives
+        `r = 0` and an empty question `h = 0`, both finite.
+
+    Raises:
+        ValueError: `embeddings` does not have `vocab_size` rows; `units`, `filters` or `dense_units` is not a
+            positive integer (None allowed for the last two); `windows` is empty, holds a non-positive or
+            repeated size; `comparison`, `conv_padding` or `head` is unknown; a classification head lacks
+            `num_classes >= 2`; `embedding_dropout` is not in [0, 1); `num_features` is negative.
+
+    Examples:
+    >>> model = build_compare_aggregate(vocab_size=1000, embedding_dim=50, units=16, comparison="mult")
+    >>> q = np.array([[5, 6, 7, 0]], dtype="int32"); a = np.array([[8, 9, 0]], dtype="int32")
+    >>> model({"question": q, "answer": a}).shape
+    TensorShape([1, 1])
+    >>> build_compare_aggregate(vocab_size=1000, embedding_dim=50, units=16, head="classification",
+    ...                         num_classes=3).output.shape
+    (None, 3)
+
+    Reference:
+        Wang, Jiang. "A Compare-Aggregate Model for Matching Text Sequences." ICLR 2017. arXiv:1611.01747.
+        Section 2 (eq. 1-9), section 3.1 (eq. 10) and the appendix (settings).
+    """
+    positive_int("units", units)
+    positive_int("dense_units", dense_units, allow_none=True)
+    _check_rate("embedding_dropout", embedding_dropout)
+    from keras_match import heads
+
+    heads.check_head(head, num_classes)  # fail before any layer is made
+    features = feature_input(num_features)
+    # eq. 1-9; raises ValueError for a bad comparison, windows, filters or conv_padding.
+    compare_aggregate = CompareAggregate(
+        units,
+        comparison=comparison,
+        windows=windows,
+        filters=filters,
+        conv_padding=conv_padding,
+        name="compare_aggregate",
+    )
+    question, answer = token_inputs("question", "answer")
+    embedding = frozen_embedding(vocab_size, embedding_dim, embeddings, trainable_embeddings)
+
+    # Appendix: dropout on the embedding layer (independent masks for the two texts).
+    drop = keras.layers.Dropout(embedding_dropout, name="dropout_embedded")
+    r = compare_aggregate([drop(embedding(question)), drop(embedding(answer))])  # [batch, n * filters]
+
+    # eq. 10: w^T tanh(W^s r + b^s) + b; the head's Dense layer holds w and b.
+    return matching_model(
+        {"question": question, "answer": answer}, r, features=features,
+        prediction=keras.layers.Dense(dense_units or units, activation="tanh", name="prediction_hidden"),
+        head=head, num_classes=num_classes, embedding=embedding, embeddings=embeddings,
+        name=name or f"compare_aggregate_{str(comparison).lower()}")

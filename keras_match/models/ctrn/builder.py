@@ -1,0 +1,240 @@
+"""Cross Temporal Recurrent Networks (Tay, Luu & Hui, AAAI 2018): the CTRN and QRNN matcher builders."""
+
+from __future__ import annotations
+
+import keras
+
+from keras_match.layers import TemporalMeanPooling
+from keras_match.models.ctrn.ctrn import CTRN
+from keras_match.models.ctrn.qrnn import QRNN
+from keras_match.models.common import feature_input, frozen_embedding, matching_model, builder_docstring, token_inputs
+
+
+def _check_positive(**values):
+    for name, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+
+_SHARED = ("vocab_size", "embedding_dim", "embeddings", "projection_dim", "num_dense_layers", "dense_units", "dropout",
+           "l2", "num_features", "trainable_embeddings", "head", "num_classes")
+"""The arguments `build_ctrn` and `build_qrnn_matcher` pass on to `build_recurrent_matcher` unchanged."""
+
+
+def _shared_arguments(arguments):
+    return {key: arguments[key] for key in _SHARED}
+
+
+def build_recurrent_matcher(
+    encode,
+    *,
+    vocab_size,
+    embedding_dim=300,
+    embeddings=None,
+    projection_dim=None,
+    num_dense_layers=1,
+    dense_units=128,
+    dropout=0.5,
+    l2=4e-6,
+    num_features=0,
+    trainable_embeddings=False,
+    head="softmax",
+    num_classes=None,
+    name=None,
+):
+    """The CTRN paper's matching model around any sequence-pair encoder: `build_ctrn` and `build_qrnn_matcher` are
+    it with their encoders, and `benchmarks/recurrence_speed.py` times it with an LSTM.
+
+    Everything but the encoder (inputs, embedding, projection, temporal mean pooling, dense layers, head, dropout,
+    L2; see `build_ctrn`) is the same for every encoder, so speed and accuracy comparisons differ only in it.
+
+    Args:
+        encode: `encode(q, a, regularizer) -> (hq, ha)`, mapping the projected, masked word sequences
+            `[batch, l, width]` to hidden sequences `[batch, l, d]` (masks carried along); `regularizer` is the
+            L2 regularizer (or None) its kernels should take.
+        Others: as `build_ctrn`.
+
+    Returns:
+        As `build_ctrn`.
+
+    Raises:
+        ValueError: as `build_ctrn`.
+    """
+    _check_positive(num_dense_layers=num_dense_layers, dense_units=dense_units)
+    features = feature_input(num_features)
+    regularizer = keras.regularizers.L2(l2) if l2 else None
+    question, answer = token_inputs("question", "answer")
+    embedding = frozen_embedding(vocab_size, embedding_dim, embeddings, trainable_embeddings)
+    width = projection_dim or embedding.output_dim
+
+    # "Word embedding matrices are all non-trainable and are learned by the projection layer instead."
+    projection = keras.layers.Dense(
+        width, activation="relu", kernel_regularizer=regularizer, name="projection"
+    )
+    drop = keras.layers.Dropout(dropout, name="dropout_projected")
+    q = drop(projection(embedding(question)))
+    a = drop(projection(embedding(answer)))
+
+    hq, ha = encode(q, a, regularizer)
+
+    pool = TemporalMeanPooling(name="temporal_mean_pooling")
+    x = keras.layers.Concatenate(name="pair_representation")([pool(hq), pool(ha)])
+    x = keras.layers.Dropout(dropout, name="dropout_dense_1")(x)
+
+    def prediction(x):
+        for i in range(1, num_dense_layers + 1):
+            if i > 1:
+                x = keras.layers.Dropout(dropout, name=f"dropout_dense_{i}")(x)
+            x = keras.layers.Dense(dense_units, activation="relu", kernel_regularizer=regularizer,
+                                   name=f"dense_{i}")(x)
+        return keras.layers.Dropout(dropout, name="dropout_output")(x)
+
+    return matching_model({"question": question, "answer": answer}, x, features=features, prediction=prediction,
+                          head=head, num_classes=num_classes, regularizer=regularizer, embedding=embedding,
+                          embeddings=embeddings, name=name)
+
+
+@builder_docstring()
+def build_ctrn(
+    vocab_size,
+    embedding_dim=300,
+    embeddings=None,
+    filters=512,
+    kernel_size=2,
+    alignment="index",
+    projection_dim=None,
+    num_dense_layers=1,
+    dense_units=128,
+    dropout=0.5,
+    l2=4e-6,
+    num_features=0,
+    trainable_embeddings=False,
+    head="softmax",
+    num_classes=None,
+    name=None,
+):
+    """Build a Cross Temporal Recurrent Network (CTRN) for scoring question/answer pairs.
+
+    The model follows the paper's sections "Cross Temporal Recurrent Networks" and "Implementation Details":
+
+    1. frozen word embeddings (padding id 0 masked), then a projection layer shared by both texts,
+       `Dense(projection_dim, relu)` ("word embedding matrices are all non-trainable and are learned by the
+       projection layer instead"; the paper gives neither the projection's width nor its activation);
+    2. `keras_match.models.ctrn.CTRN`: QRNN convolutions (eq. 1) shared by both texts and, per text, a cell with
+       its own gates and a cell with the partner's gates at the aligned step t*, multiplied per time step
+       (lightweight temporal crossing). It has exactly the parameters of `build_qrnn_matcher`;
+    3. temporal mean pooling of each text's hidden states over its real tokens;
+    4. the concatenation `[xq; xa]`, plus, when `num_features > 0`, the extra pair features (the four word-overlap
+       features of Severyn & Moschitti on TrecQA, "concatenated before the dense layers"); then
+       `num_dense_layers` ReLU layers of width `dense_units` and a 2-class softmax layer (eq. 2).
+
+    Dropout (`dropout`, 0.5 in the paper) is applied to the projected words (the recurrent layer's input), to
+    `[xq; xa]` (not to the extra features) and to the input of every later dense layer and of the softmax
+    layer; L2 weight decay (`l2`, 4e-6 in the paper, eq. 3) to every kernel. Train it with
+    `keras_match.losses.PointwiseCrossEntropy` (eq. 3) and Adam. The ReLU activations are our choice (the paper
+    does not name them).
+
+    Args:
+        {embedding_args}
+        filters: int, number of filters d of the convolutions, the hidden size (the paper tunes 128..1024).
+        kernel_size: int, filter width k (2 in the paper's Table 2).
+        alignment: `"index"` (default, `t* = t`; it trained as well or slightly better on TrecQA in a quick
+            comparison) or `"stretch"` (the paper's `t* = t * ceil(max(|q|, |a|) / min(|q|, |a|))`, clipped to
+            the partner's length); see `keras_match.models.ctrn.CTRN`.
+        projection_dim: int or None, width m of the projection layer; None keeps the embedding width.
+        num_dense_layers: int >= 1, number of hidden dense layers (the paper tunes 1..3).
+        dense_units: int, width h of the hidden dense layers (128 in the paper's Table 2).
+        dropout: float in [0, 1), dropout rate (0.5 in the paper).
+        l2: float, L2 regularisation weight lambda of eq. 3 (4e-6 in the paper).
+        head: the output head (`keras_match.heads`): `"softmax"` (the paper's 2-class softmax), `"score"`
+            (a raw ranking score) or `"classification"` (softmax over `num_classes` labels).
+        {head_args}
+        name: optional model name; default `"ctrn"`.
+
+    Returns:
+        An uncompiled `keras.Model` with {pair_inputs}, and one output, the head's: float32 `[batch, 2]`, the
+        softmax probabilities of (not relevant, relevant), for the default `"softmax"` head (`[batch, 1]` for
+        `"score"`, `[batch, num_classes]` for `"classification"`). Padding never changes a pair's output; an
+        empty text gives a finite one.
+
+    Raises:
+        ValueError: `embeddings` does not have `vocab_size` rows, a size is not a positive integer,
+            `num_features` is negative, `alignment` or `head` is unknown.
+
+    Examples:
+    >>> model = build_ctrn(vocab_size=1000, embedding_dim=50, filters=32, dense_units=16)
+    >>> q = np.array([[5, 6, 7, 0]], dtype="int32"); a = np.array([[8, 9, 0]], dtype="int32")
+    >>> model({"question": q, "answer": a}).shape
+    TensorShape([1, 2])
+    >>> sorted(build_ctrn(vocab_size=1000, embedding_dim=50, filters=32, num_features=4).input)
+    ['answer', 'features', 'question']
+
+    Reference:
+        Tay, Luu, Hui. "Cross Temporal Recurrent Networks for Ranking Question Answer Pairs." AAAI 2018.
+        arXiv:1711.07656.
+    """
+    return build_recurrent_matcher(
+        lambda q, a, regularizer: CTRN(
+            filters,
+            kernel_size=kernel_size,
+            alignment=alignment,
+            kernel_regularizer=regularizer,
+            name="ctrn",
+        )([q, a]),
+        **_shared_arguments(locals()),
+        name=name or "ctrn",
+    )
+
+
+@builder_docstring("pair_inputs")
+def build_qrnn_matcher(
+    vocab_size,
+    embedding_dim=300,
+    embeddings=None,
+    filters=512,
+    kernel_size=2,
+    projection_dim=None,
+    num_dense_layers=1,
+    dense_units=128,
+    dropout=0.5,
+    l2=4e-6,
+    num_features=0,
+    trainable_embeddings=False,
+    head="softmax",
+    num_classes=None,
+    name=None,
+):
+    """Build the QRNN baseline of the CTRN paper: a siamese QRNN matcher for question/answer pairs.
+
+    The model is `build_ctrn`'s with one change, step 2: `keras_match.models.ctrn.QRNN` (eq. 1 with fo-pooling),
+    one weight set applied to each text on its own (no crossing). The projection, the temporal mean pooling,
+    the dense layers, the pair features, dropout and L2 are the same.
+
+    Args:
+        As `build_ctrn`, without `alignment`; `name` defaults to `"qrnn"`.
+
+    Returns:
+        As `build_ctrn`: an uncompiled `keras.Model` with {pair_inputs}, and the head's output.
+
+    Raises:
+        ValueError: as `build_ctrn`.
+
+    Examples:
+    >>> model = build_qrnn_matcher(vocab_size=1000, embedding_dim=50, filters=32, dense_units=16)
+    >>> model({"question": np.array([[5, 6, 0]], "int32"), "answer": np.array([[8, 9]], "int32")}).shape
+    TensorShape([1, 2])
+
+    Reference:
+        Tay, Luu, Hui. "Cross Temporal Recurrent Networks for Ranking Question Answer Pairs." AAAI 2018 (the
+        QRNN rows of Tables 4-7). Bradbury, Merity, Xiong, Socher. "Quasi-Recurrent Neural Networks." ICLR 2017.
+    """
+
+    def encode(q, a, regularizer):
+        qrnn = QRNN(filters, kernel_size=kernel_size, kernel_regularizer=regularizer, name="siamese_qrnn")
+        return qrnn(q), qrnn(a)
+
+    return build_recurrent_matcher(
+        encode,
+        **_shared_arguments(locals()),
+        name=name or "qrnn",
+    )

@@ -1,0 +1,237 @@
+"""The recipe: from a zoo entry and a dataset to everything training needs, written once.
+
+`keras_match.train`, the tuner's hypermodel (`keras_match.tuning.MatchHyperModel`) and the benchmarks all prepare
+a run the same way:
+
+```python
+recipe = Recipe.prepare("mcan_fm", "trecqa-clean", seed=1234, lstm_units=100)  # settings checked, data read
+preprocessor = recipe.preprocessor()                   # the vocabulary of the training texts (+ the vectors')
+model, coverage = recipe.model(preprocessor)           # the zoo model with the pretrained vectors
+fit_model = recipe.compile(model)                      # the model itself, or a ListScorer for ranking losses
+train_inputs = recipe.encode(preprocessor, recipe.train_examples)
+batches = recipe.batches(preprocessor, train_inputs, recipe.train_examples)   # the loss mode's batches
+evaluate = recipe.evaluator(model, preprocessor, recipe.dev_examples)          # the task's dev figures
+```
+
+Settings are checked before any data is read (`zoo.resolve`); the task of the dataset then sets the head
+(`Task.model_settings`) and refuses a loss mode it cannot train with. `Recipe.with_settings(**values)` gives the
+settings of a variant (a search trial) under the same rules.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import keras
+
+from keras_match import heads, losses, pipeline, tasks, text, zoo
+from keras_match import vectors as vectors_lib
+from keras_match.settings import Settings
+
+__all__ = ["Recipe", "load_training_data", "settings_for_task", "default_vectors_path"]
+
+
+def default_vectors_path(data_dir=None):
+    """The vectors a run uses when none are given (`keras_match.vectors.default_vectors`): `$KERAS_MATCH_EMBEDDINGS`,
+    then the full GloVe 6B 50d of the `glove` extra (`"glove-6b-50d"`), then the data folder's filtered GloVe file."""
+    return vectors_lib.default_vectors(data_dir)
+
+
+def load_training_data(data, data_dir=None, train_split=None):
+    """A dataset to train on and its task, checked: it has train and dev splits, and a ranking dev split has a
+    question with a relevant answer (dev MAP chooses the model).
+
+    Returns:
+        `(dataset, task)`.
+
+    Raises:
+        ValueError: a single file, or a dataset without train or dev.
+        keras_match.datasets.base.DataFormatError: a ranking dev split without any relevant answer (names its file).
+    """
+    from keras_match.datasets.base import DataFormatError
+    from keras_match.datasets.catalog import load_by_name
+
+    dataset = load_by_name(data, data_dir=data_dir, train_split=train_split)
+    for split in ("train", "dev"):
+        if split not in dataset:
+            if isinstance(data, (str, os.PathLike)) and os.path.isfile(data):
+                raise ValueError(f"{data} is one file: a training dataset is a folder of train / dev / test files "
+                                 "(one file loads as a test split, for `keras-match evaluate`)")
+            raise ValueError(f"dataset {dataset.name!r} has no {split!r} split; training needs train and dev")
+    task = tasks.task_for(dataset)
+    if isinstance(task, tasks.RankingTask) and not any(q.has_positive for q in dataset["dev"].questions):
+        raise DataFormatError(dataset["dev"].source or dataset.name, None,
+                              f"the dev split of {dataset.name!r} has no question with a relevant answer: early "
+                              "stopping on dev MAP needs some; check its labels")
+    return dataset, task
+
+
+def settings_for_task(settings: Settings, task) -> Settings:
+    """`settings` with the task's head (`Task.model_settings`).
+
+    Raises:
+        ValueError: the task cannot train with the settings' loss, or the entry reads other texts than the task's.
+    """
+    family = zoo.families()[settings.family]
+    task.check_preprocessor(family.preprocessor_class(), settings.name)
+    task.check_mode(losses.mode_of(settings.training.loss), settings.training.loss)
+    return settings.with_model(**task.model_settings(settings.model))
+
+
+@dataclasses.dataclass
+class Recipe:
+    """A zoo entry prepared on a dataset (see the module docstring).
+
+    Attributes:
+        settings: the entry's `Settings`, with the task's head.
+        overrides: the settings given by name (what `with_settings` starts from).
+        dataset, task: the loaded dataset and its task (`keras_match.tasks`).
+        vectors: the pretrained `keras_match.vectors.WordVectors`, or None (trained random embeddings).
+        train_split: the training split (`max_train_questions` applied); `train_examples`, `dev_examples`: the
+            task's examples of the training and dev splits.
+        seed: the seed of weights, dropout, batches and the vectors of words the vector file lacks.
+    """
+
+    settings: Settings
+    overrides: dict
+    dataset: object
+    task: object
+    vectors: object
+    train_split: object
+    train_examples: pipeline.Examples
+    dev_examples: pipeline.Examples
+    seed: int
+
+    @property
+    def mode(self) -> str:
+        """The batching mode of the settings' loss: `"pointwise"`, `"pairwise"` or `"listwise"`."""
+        return losses.mode_of(self.settings.training.loss)
+
+    @classmethod
+    def prepare(cls, name, data="trecqa-clean", *, data_dir=None, train_split=None, embeddings="default",
+                seed=1234, max_train_questions=None, **overrides) -> Recipe:
+        """Checks the settings, then reads the dataset and the vectors.
+
+        Args:
+            name: the zoo entry.
+            data: a dataset name, a path to the user's files, or a loaded dataset (`keras_match.train`).
+            data_dir: the benchmark data folder.
+            train_split: TrecQA's training set, `"train-all"` or `"train"`.
+            embeddings: the pretrained vectors (`keras_match.vectors.load_vectors`), `"default"`
+                (`default_vectors_path`) or None (trained random embeddings).
+            seed: int.
+            max_train_questions: train on the first N training questions (pairs, for classification) only.
+            **overrides: settings by name.
+
+        Raises:
+            ValueError: unknown entry, setting or dataset, a value that breaks its rule (before any data is
+                read), a dataset without train or dev, a loss the task cannot train with.
+        """
+        if max_train_questions is not None and (isinstance(max_train_questions, bool) or
+                                                not isinstance(max_train_questions, int) or max_train_questions < 1):
+            raise ValueError(f"max_train_questions must be None or an integer >= 1, got {max_train_questions!r}")
+        zoo.resolve(name, **overrides)  # every setting is checked before the data is read
+        dataset, task = load_training_data(data, data_dir=data_dir, train_split=train_split)
+        settings = settings_for_task(zoo.resolve(name, **overrides), task)
+        if embeddings == "default":
+            embeddings = default_vectors_path(data_dir)
+        vectors = vectors_lib.load_vectors(embeddings) if embeddings else None
+        split = dataset["train"]
+        if max_train_questions:
+            split = split.head(max_train_questions)
+        return cls(settings=settings, overrides=dict(overrides), dataset=dataset, task=task, vectors=vectors,
+                   train_split=split, train_examples=task.examples(split), dev_examples=task.examples(dataset["dev"]),
+                   seed=seed)
+
+    def with_settings(self, **values) -> Settings:
+        """The settings of a variant: the recipe's overrides and `values` (a search trial's), with the task's
+        head, checked as `prepare` checks them."""
+        return settings_for_task(zoo.resolve(self.settings.name, **{**self.overrides, **values}), self.task)
+
+    # ---- the preprocessor, the model -----------------------------------------------------------------------
+
+    def vector_words(self, settings=None):
+        """The words of the vector file that join the vocabulary: all, or the file's first `max_vocabulary`, for a
+        model with frozen pretrained embeddings; none when the embeddings are trained (their rows would stay
+        random for words training never sees) or there are no vectors."""
+        settings = settings or self.settings
+        if self.vectors is None or settings.model.get("trainable_embeddings"):
+            return None
+        cap = settings.preprocessing.max_vocabulary
+        return self.vectors.words if cap is None else self.vectors.words[:cap]
+
+    def preprocessor(self, settings=None):
+        """The run's preprocessor, made from the training texts (`Preprocessor.from_training`)."""
+        settings = settings or self.settings
+        preprocessor_class = zoo.families()[settings.family].preprocessor_class()
+        return preprocessor_class.from_training(self.train_examples.texts, settings.preprocessing,
+                                                extra_words=self.vector_words(settings))
+
+    def embeddings(self, preprocessor, settings=None):
+        """`(matrix, coverage report)` of `text.load_embeddings` for the preprocessor's vocabulary (words the
+        vectors lack start as the settings' `missing_vectors` says); `(None, None)` without vectors."""
+        if self.vectors is None:
+            return None, None
+        settings = settings or self.settings
+        return text.load_embeddings(self.vectors, preprocessor.encoder, seed=self.seed,
+                                    missing=settings.preprocessing.missing_vectors)
+
+    def model(self, preprocessor, embeddings=None, settings=None):
+        """The zoo model for the preprocessor's inputs: `(model, coverage)`.
+
+        With `embeddings` (a matrix from `embeddings()`) the model uses them; without, the recipe's vectors are
+        made into a matrix here (`coverage` is then their report, else None); without vectors at all, the model
+        trains random embeddings.
+        """
+        settings = settings or self.settings
+        coverage = None
+        if embeddings is None and self.vectors is not None:
+            embeddings, coverage = self.embeddings(preprocessor, settings)
+        if embeddings is None and "trainable_embeddings" in zoo.builder_arguments(settings):
+            settings = settings.with_model(trainable_embeddings=True)
+        return zoo.build(settings, embeddings=embeddings, **preprocessor.model_arguments()), coverage
+
+    def compile(self, model, settings=None):
+        """The model that `fit` trains, compiled with the settings' optimizer: the matching model itself
+        (pointwise) or a `keras_match.heads.ListScorer` around it (pairwise, listwise)."""
+        settings = settings or self.settings
+        mode = losses.mode_of(settings.training.loss)
+        loss = heads.training_loss(heads.head_of(model), mode, settings.training.loss)
+        fit_model = model if mode == "pointwise" else heads.ListScorer(model, name=f"{model.name}_{mode}")
+        fit_model.compile(optimizer=zoo.optimizer(settings), loss=loss)
+        return fit_model
+
+    # ---- inputs, batches, figures ----------------------------------------------------------------------------
+
+    @staticmethod
+    def encode(preprocessor, examples):
+        """The model inputs of `examples` (`pipeline.encode`)."""
+        return pipeline.encode(preprocessor, examples.texts)
+
+    def batches(self, preprocessor, inputs, examples, first_epoch=0, epochs=None, settings=None):
+        """The training batches of epochs `first_epoch` .. `epochs - 1` (default the settings') in the loss
+        mode's shape (`pipeline.training_epochs`)."""
+        settings = settings or self.settings
+        training = settings.training
+        return pipeline.training_epochs(inputs, examples, losses.mode_of(training.loss), training.batch_size,
+                                        self.seed, int(epochs or training.epochs), preprocessor.SEQUENCE_INPUTS,
+                                        list_size=training.list_size, first_epoch=first_epoch,
+                                        bucketing=bool(training.bucketing))
+
+    def evaluator(self, model, preprocessor, examples, inputs=None):
+        """A function giving the task's figures of `model` on `examples` (encoded once, here or as `inputs`)."""
+        inputs = self.encode(preprocessor, examples) if inputs is None else inputs
+        head = heads.head_of(model)
+        return lambda: self.task.evaluate(head, pipeline.predict(model, inputs, preprocessor.SEQUENCE_INPUTS),
+                                          examples)
+
+    def schedule_callbacks(self, settings=None):
+        """The Keras callbacks of the settings' learning-rate schedule: with `lr_decay` d, epoch e (counted from 0
+        over the whole run: a resumed fit counts from its checkpoint's epoch) trains at `learning_rate * d**e`
+        (`keras.callbacks.LearningRateScheduler`); none without it."""
+        training = (settings or self.settings).training
+        if training.lr_decay is None:
+            return []
+        rate, decay = float(training.learning_rate), training.lr_decay
+        return [keras.callbacks.LearningRateScheduler(lambda epoch, _: rate * decay ** epoch)]

@@ -1,0 +1,83 @@
+"""Run folders written before the settings had sections still load, score the same and export: their
+`config.json` (the first layout: a `preset` with the truncation lengths among its training settings and the pair
+features at its top level, the task as a word) is read into today's layout by `keras_match.runs.read_config`."""
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from keras_match import export, runs, tasks, zoo
+from keras_match.datasets.catalog import load_by_name
+from keras_match.settings import TrainingSettings, section_fields
+
+
+def first_layout(config):
+    """The `config.json` the first layout wrote for the same run (keras-match up to commit 1e260b4)."""
+    settings = config["settings"]
+    preprocessing = dict(settings["preprocessing"])
+    lowercase = preprocessing.pop("lowercase")
+    overlap, bm25 = preprocessing.pop("overlap_features"), preprocessing.pop("bm25_feature")
+    described = zoo.describe(config["zoo"])
+    preset = {"builder": config["builder"], "description": described["description"], "paper": described["paper"],
+              "model": settings["model"], "training": {**settings["training"], **preprocessing},
+              "dataset": described["dataset"], "reported": described["reported"], "name": config["zoo"],
+              "overlap_features": overlap, "bm25_feature": bm25}
+    task = config["task"]
+    return {"zoo": config["zoo"], "preset": preset, "dataset": config["dataset"], "task": task["kind"],
+            "label_names": task.get("label_names"), "no_positive_rule": task.get("no_positive_rule"),
+            "loss_mode": "pointwise", "train_split": config["train_split"], "seed": config["seed"],
+            "max_train_questions": config["max_train_questions"], "embeddings": config["embeddings"],
+            "embeddings_sha256": config["embeddings_sha256"], "data_files": config["data_files"],
+            "max_question_length": preprocessing["max_question_length"],
+            "max_answer_length": preprocessing["max_answer_length"], "lowercase": lowercase,
+            "overlap_features": overlap, "bm25_feature": bm25}
+
+
+@pytest.fixture
+def old_run(trained_run, tmp_path):
+    old = tmp_path / "old"
+    shutil.copytree(trained_run, old)
+    config = json.loads((trained_run / "config.json").read_text())
+    (old / "config.json").write_text(json.dumps(first_layout(config)))
+    return old
+
+
+def test_a_first_layout_config_reads_as_todays(trained_run, old_run):
+    today = runs.read_config(trained_run / "config.json")
+    converted = runs.read_config(old_run / "config.json")
+    assert converted["settings"] == today["settings"]
+    assert converted["task"] == today["task"] == {"kind": "ranking", "no_positive_rule": "skip"}
+    for key in ("zoo", "builder", "dataset", "seed", "data_files", "embeddings_sha256"):
+        assert converted[key] == today[key], key
+    assert set(converted["settings"]["training"]) == set(section_fields(TrainingSettings))
+
+
+def test_a_first_layout_run_scores_and_exports_like_todays(trained_run, old_run, data_dir, tmp_path):
+    old, new = runs.load_run(old_run), runs.load_run(trained_run)
+    questions, answers = ["who wrote hamlet ?"] * 2, ["Shakespeare wrote Hamlet .", "the teapot dome scandal"]
+    np.testing.assert_array_equal(old.score(questions, answers), new.score(questions, answers))
+    dataset = load_by_name("trecqa-clean", data_dir=data_dir)
+    assert old.evaluate(dataset["test"], task=tasks.task_for(dataset)) == \
+        new.evaluate(dataset["test"], task=tasks.task_for(dataset))
+    metadata = export.read_metadata(export.saved_model(old, tmp_path / "export", version=1, warmup=False))
+    assert sorted(metadata["signatures"]) == ["rank", "serve_ids", "serving_default"]
+    assert metadata["task"] == {"kind": "ranking", "no_positive_rule": "skip"}
+    # a finished run of the first layout is still refused as a training target
+    with pytest.raises(FileExistsError, match="holds a finished run"):
+        runs.check_resume(runs.RunFiles(old_run), runs.read_config(trained_run / "config.json"))
+
+
+def test_a_first_layout_classifier_keeps_its_labels(tmp_path):
+    config = {"zoo": "mcan_sm", "task": "classification", "label_names": ["entailment", "neutral", "contradiction"],
+              "preset": {"builder": "mcan", "model": {"head": "classification", "num_classes": 3},
+                         "training": {"learning_rate": 0.001, "max_question_length": 40, "max_answer_length": 40}}}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    converted = runs.read_config(tmp_path / "config.json")
+    assert converted["task"] == {"kind": "classification", "label_names": ["entailment", "neutral", "contradiction"]}
+    assert tasks.task_from_config(converted).label_names == ("entailment", "neutral", "contradiction")
+    assert converted["settings"]["preprocessing"] == {"max_question_length": 40, "max_answer_length": 40,
+                                                      "overlap_features": False, "bm25_feature": False,
+                                                      "lowercase": True}
+    assert converted["settings"]["training"] == {"learning_rate": 0.001}
