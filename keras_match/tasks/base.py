@@ -30,7 +30,7 @@ class Task(abc.ABC):
     kind: typing.ClassVar[str] = ""
     monitor: typing.ClassVar[str] = ""
     figures: typing.ClassVar[tuple] = ()
-    text_fields: typing.ClassVar[tuple] = ("question", "answer")
+    text_fields: typing.ClassVar[tuple] = ()
     loss_modes: typing.ClassVar[tuple] = ("pointwise",)
 
     # ---- made from a dataset or a run's config -----------------------------------------------------------------

@@ -25,6 +25,7 @@ class ClassificationTask(Task):
     kind = "classification"
     monitor = "accuracy"
     figures = ("accuracy", "macro_f1")
+    text_fields = ("question", "answer")  # the first sentence (premise) and the second (hypothesis)
 
     def __init__(self, label_names):
         self.label_names = tuple(label_names)

@@ -30,6 +30,7 @@ class RankingTask(Task):
     kind = "ranking"
     monitor = "map"
     figures = ("map", "mrr", "p@1")
+    text_fields = ("question", "answer")  # a question and one candidate answer
     loss_modes = ("pointwise", "pairwise", "listwise")
 
     def __init__(self, no_positive="skip"):
