@@ -8,6 +8,7 @@ keras-match export runs/mcan_fm-trecqa-clean --to export/mcan_fm
 keras-match tune mcan_fm --dataset trecqa-clean --tuner random --max-trials 12 --dir tuning-runs/mcan_fm
 keras-match train mcan_fm --config tuning-runs/mcan_fm/best.json
 keras-match zoo
+keras-match data download trecqa        # or: all; `data verify NAME|all` checks every file's sha256
 ```
 """
 
@@ -252,6 +253,50 @@ def _cmd_tune(args):
               f"{result['files']['best']}")
 
 
+def _fetching():
+    """The module `keras_match.datasets.download` (the package's attribute of that name is its function)."""
+    import importlib
+
+    return importlib.import_module("keras_match.datasets.download")
+
+
+def _data_names(name):
+    download = _fetching()
+
+    if name == "all":
+        return download.names()
+    if name not in download.names():
+        raise ValueError(f"unknown dataset {name!r}; valid: {download.names() + ['all']}")
+    return [name]
+
+
+def _cmd_data(args):
+    """`data download NAME|all`: fetch and build what is missing or damaged; `data verify NAME|all`: a table of
+    every file's state (exit status 1 unless all are OK)."""
+    download = _fetching()
+
+    names = _data_names(args.name)
+    if args.action == "download":
+        for name in names:
+            report = download.download(name, args.data_dir)
+            if not (report["fetched"] or report["built"]):
+                print(f"{name}: every file present and intact in {report['data_dir']}")
+        return 0
+    rows = [(name, *row) for name in names for row in download.verify(name, args.data_dir)]
+    width = max(len(row[1]) for row in rows)
+    for name, relative, state, path in rows:
+        print(f"{state:<8} {relative:<{width}}  {path}")
+    counts = {state: sum(row[2] == state for row in rows) for state in (download.OK, download.MISSING,
+                                                                         download.DAMAGED)}
+    print(", ".join(f"{count} {state}" for state, count in counts.items()))
+    if counts[download.OK] != len(rows):
+        hint = " ".join(sorted({row[0] for row in rows if row[2] != download.OK}))
+        print(f"keras-match data: {len(rows) - counts[download.OK]} file(s) missing or damaged; fix them with "
+              f"`keras-match data download NAME` for: {hint}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def _cmd_zoo(args):
     from keras_match import zoo
 
@@ -270,9 +315,12 @@ def build_parser():
     p.add_argument("--dataset", default="trecqa-clean",
                    help="trecqa-clean, trecqa-raw, trecqa-raw-trec-eval, wikiqa, semeval2016 (ranking); sick, "
                    "msrp (classification); or a path to TSV/JSONL files")
-    p.add_argument("--train-split", choices=["train-all", "train"], default=None,
-                   help="TrecQA training set (default train-all)")
-    p.add_argument("--data-dir", default=None, help="benchmark data folder (default $KERAS_MATCH_DATA)")
+    p.add_argument("--train-split", default=None,
+                   help="the training set: TrecQA train-all (default) or train; SemEval-2016 train-part2 (default) "
+                   "or train-part2+train-2015 (with the organizers' 2015 threads)")
+    p.add_argument("--data-dir", default=None,
+                   help="benchmark data folder (default $KERAS_MATCH_DATA, else the user cache "
+                   "~/.cache/keras_match/data, where a missing benchmark is fetched and built on first use)")
     p.add_argument("--embeddings", default="default",
                    help="pretrained vectors: a GloVe text file, a folder (.npy + parquet index), 'glove-6b-50d' "
                    "(the glove extra), 'none', or 'default' ($KERAS_MATCH_EMBEDDINGS, else glove-6b-50d when "
@@ -294,7 +342,7 @@ def build_parser():
                        "rerun the same command to continue an interrupted search")
     p.add_argument("name", help="zoo entry, see `keras-match zoo`")
     p.add_argument("--dataset", default="trecqa-clean", help="as for train")
-    p.add_argument("--train-split", choices=["train-all", "train"], default=None)
+    p.add_argument("--train-split", default=None, help="as for train")
     p.add_argument("--data-dir", default=None)
     p.add_argument("--embeddings", default="default", help="as for train")
     p.add_argument("--tuner", choices=["grid", "random", "hyperband", "bayesian"], default="random")
@@ -350,6 +398,14 @@ def build_parser():
     p.add_argument("--opset", type=int, default=18, help="ONNX opset, at most 18 (default 18)")
     p.set_defaults(func=_cmd_export)
 
+    p = sub.add_parser("data", help="fetch the benchmarks from their public originals and build the derived files "
+                       "(download), or check every file's sha256 (verify)")
+    p.add_argument("action", choices=["download", "verify"])
+    p.add_argument("name", help="trecqa, wikiqa, semeval2016, sick, snli, msrp, dialog-babi, or all")
+    p.add_argument("--data-dir", default=None,
+                   help="the data folder (default $KERAS_MATCH_DATA, else ~/.cache/keras_match/data)")
+    p.set_defaults(func=_cmd_data)
+
     p = sub.add_parser("zoo", help="list the zoo entries")
     p.set_defaults(func=_cmd_zoo)
     return parser
@@ -363,7 +419,7 @@ def main(argv=None):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     args.texts = extra  # predict and explain: the run's text inputs, read once the run is loaded
     try:
-        args.func(args)
+        status = args.func(args)
     except KeyboardInterrupt:
         return 130
     except (ValueError, OSError, RuntimeError) as error:
@@ -372,7 +428,7 @@ def main(argv=None):
             raise
         print(f"keras-match {args.command}: error: {_one_line(error)}", file=sys.stderr)
         return status
-    return 0
+    return status or 0
 
 
 def _exit_status(error):
@@ -382,9 +438,9 @@ def _exit_status(error):
     its traceback is shown)."""
     from keras_match import export, runs
     from keras_match.datasets.base import DataFormatError
-    from keras_match.datasets.download import DownloadError
+    from keras_match.datasets.download import DataError
 
-    failures = (runs.DamagedRunError, runs.ChangedInputError, runs.RunInUseError, DataFormatError, DownloadError,
+    failures = (runs.DamagedRunError, runs.ChangedInputError, runs.RunInUseError, DataFormatError, DataError,
                 export.ExportVerificationError)
     if isinstance(error, failures):
         return 1
@@ -399,7 +455,10 @@ def _exit_status(error):
 
 def _one_line(error):
     from keras_match import storage
+    from keras_match.datasets.download import DataError
 
+    if isinstance(error, DataError):  # its message names the dataset, the file and the command that fixes it
+        return " ".join(str(error).split())
     if isinstance(error, OSError) and not isinstance(error, storage.WriteError) and error.filename:
         return f"cannot use {error.filename}: {storage.describe_os_error(error)}; {storage.remedy(error)}"
     return str(error)

@@ -28,8 +28,9 @@ User data: ``load("path/to/dir")`` (``train``/``dev``/``test`` ``.tsv``/``.jsonl
 Data directory: the ``data_dir`` argument, else ``$KERAS_MATCH_DATA``, else the user cache
 (``$KERAS_MATCH_CACHE/data``, else ``~/.cache/keras_match/data``), with the layout of the project's data folder
 (``trecqa/tsv/...``, ``wikiqa/...``, ``semeval2016_task3_cqa/subtaskA/...``, ``sick/semeval2014_task1/...``,
-``snli/...``, ``msrp/...``). Missing files can be fetched with ``download=True`` or :func:`download` (see
-:mod:`.download`).
+``snli/...``, ``msrp/...``). On first use a benchmark is fetched from its public originals and its derived files are
+built into the user cache (an explicit folder is written to only with ``download=True``, :func:`download` or
+``keras-match data download NAME``); every file read is checked against its pinned sha256 (see :mod:`.download`).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ import os
 from keras_match.datasets import msrp, semeval, sick, snli, trecqa, wikiqa
 from keras_match.datasets.base import Candidate, DataFormatError, MatchingDataset, Pairs, Question, Split
 from keras_match.datasets.classification import ClassificationDataset, PairSplit
-from keras_match.datasets.download import ChecksumError, DownloadError, download, verify
+from keras_match.datasets.download import ChecksumError, DataError, DownloadError, MissingDataError, download, verify
 from keras_match.datasets.generic import load_files, load_path
 from keras_match.datasets.paths import cache_dir, resolve_data_dir
 
@@ -56,9 +57,11 @@ __all__ = [
     "Candidate",
     "ChecksumError",
     "ClassificationDataset",
+    "DataError",
     "DataFormatError",
     "DownloadError",
     "MatchingDataset",
+    "MissingDataError",
     "PairSplit",
     "Pairs",
     "Question",
@@ -84,7 +87,7 @@ def names() -> list[str]:
 
 
 def load(
-    name, variant=None, data_dir=None, *, train_split=None, download=False, **options
+    name, variant=None, data_dir=None, *, train_split=None, download=None, **options
 ) -> MatchingDataset | ClassificationDataset:
     """Load a benchmark by name, or user data from a path.
 
@@ -95,9 +98,11 @@ def load(
         variant: the benchmark's dev/test version; ``None`` selects its default. Not allowed with a path.
         data_dir: the data directory; default ``$KERAS_MATCH_DATA``, else the user cache (see
             :func:`resolve_data_dir`). Not allowed with a path.
-        train_split: the benchmark's training file (TrecQA: ``"train-all"`` or ``"train"``); ``None`` selects
-            its default (SNLI has no training split and accepts only ``None``). Not allowed with a path.
-        download: fetch missing benchmark files first (see :func:`keras_match.datasets.download.download`).
+        train_split: the benchmark's training file (TrecQA: ``"train-all"`` or ``"train"``; SemEval-2016:
+            ``"train-part2"`` or ``"train-part2+train-2015"``); ``None`` selects its default (SNLI has no training
+            split and accepts only ``None``). Not allowed with a path.
+        download: fetch and build missing or damaged benchmark files first: ``None`` (default) only into the
+            user cache, ``True`` into any data directory, ``False`` never (see :mod:`.download`).
         **options: the benchmark loader's own options (TrecQA: ``no_positive="skip" | "zero"``).
 
     Returns:
@@ -109,9 +114,11 @@ def load(
     Raises:
         ValueError: unknown name (not a benchmark and not an existing path), unknown variant or training
             split, or benchmark options given with a path.
-        FileNotFoundError: a data file is missing; the message says how to provide it.
+        MissingDataError: a data file is missing (a ``FileNotFoundError``); the message names the dataset, the
+            folder and the command that fetches it.
+        ChecksumError: a data file is damaged (its sha256 is not the pinned one).
         DataFormatError: a data file is malformed.
-        DownloadError: ``download=True`` and fetching failed.
+        DownloadError: fetching failed.
     """
     loader = _LOADERS.get(name) if isinstance(name, str) else None
     if loader is not None:

@@ -33,18 +33,19 @@ def known_names() -> list[str]:
     return sorted(set(SPECS) | set(datasets.names()) - {"trecqa"})
 
 
-def load_by_name(spec, data_dir=None, train_split=None, download=False):
+def load_by_name(spec, data_dir=None, train_split=None, download=None):
     """Load a dataset by its command-line name or from a path; a loaded dataset is returned unchanged.
 
     Args:
         spec: a name of `known_names()`, the path of the user's files, or a loaded dataset.
         data_dir: the benchmark data folder (default `$KERAS_MATCH_DATA`, then the user cache).
-        train_split: TrecQA's training set (`"train-all"`, the default, or `"train"`).
-        download: fetch missing benchmark files first.
+        train_split: the benchmark's training set (TrecQA: `"train-all"`, the default, or `"train"`; SemEval-2016:
+            `"train-part2"` or `"train-part2+train-2015"`).
+        download: fetch and build missing benchmark files first (`None`: only into the user cache).
 
     Raises:
-        ValueError: `spec` is neither a known name nor an existing path; `train_split` given for a dataset
-            other than TrecQA.
+        ValueError: `spec` is neither a known name nor an existing path; a `train_split` the benchmark does not
+            have.
     """
     from keras_match import datasets
 
@@ -54,9 +55,7 @@ def load_by_name(spec, data_dir=None, train_split=None, download=False):
     if spec in SPECS or spec in known_names():
         name, variant, options = SPECS.get(spec, (spec, None, {}))
         kwargs = dict(options)
-        if train_split is not None:
-            if name != "trecqa":
-                raise ValueError(f"--train-split applies to TrecQA only, not to {spec!r}")
+        if train_split is not None:  # the loader checks it (before any file is read) and lists the valid ones
             kwargs["train_split"] = train_split
         return datasets.load(name, variant=variant, data_dir=data_dir, download=download, **kwargs)
     if os.path.exists(spec):

@@ -8,7 +8,6 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 from keras_match.datasets.base import MatchingDataset, Split
 from keras_match.datasets.classification import ClassificationDataset, PairSplit
-from keras_match.datasets.paths import require_file, resolve_data_dir
 
 NO_POSITIVE = "no positive answer"
 """``Split.dropped`` reason: the question has no relevant candidate (its ranking carries no signal;
@@ -62,30 +61,55 @@ def choose_options(dataset: str, variant, variants: Sequence, train_split, train
     return choose("variant", variant, variants, dataset), choose("train_split", train_split, train_splits, dataset)
 
 
-def locate(dataset: str, relative_files: Iterable[str], data_dir=None, download: bool = False) -> Path:
-    """Resolve the data directory, optionally download missing files, and check the needed files exist.
+def locate(dataset: str, relative_files: Iterable[str], data_dir=None, download=None) -> Path:
+    """Resolve the data directory and make sure the files a loader reads are there (:func:`.download.ensure`: on
+    first use they are fetched and built into the user cache); once read, :func:`check_intact` checks them.
 
     Args:
-        dataset: the dataset name (a key of :data:`.download.MANIFESTS` when ``download`` is true).
-        relative_files: the files the loader will read, relative to the data directory.
+        dataset: the dataset name (a key of :data:`.sources.SOURCES`).
+        relative_files: the files the loader will read, relative to the data directory (plain names; the data
+            folder's ``.gz`` copy of a file is found too, see :func:`data_path`).
         data_dir: explicit data directory or ``None`` (see :func:`.paths.resolve_data_dir`).
-        download: fetch the dataset's missing files first (see :func:`.download.download`).
+        download: fetch and build missing or damaged files first: ``None`` (default) only into the user cache,
+            ``True`` into any data directory, ``False`` never.
 
     Returns:
         The resolved data directory.
 
     Raises:
-        FileNotFoundError: a needed file is missing.
-        keras_match.datasets.download.DownloadError: downloading failed.
+        keras_match.datasets.download.MissingDataError: a needed file is missing (a ``FileNotFoundError``).
+        keras_match.datasets.download.DownloadError: fetching failed.
     """
-    root = resolve_data_dir(data_dir)
-    if download:
-        from keras_match.datasets.download import download as fetch
+    from keras_match.datasets.download import ensure
 
-        fetch(dataset, root)
-    for relative in relative_files:
-        require_file(root, relative, dataset)
-    return root
+    return ensure(dataset, list(relative_files), data_dir, download)
+
+
+def check_intact(dataset: str, root: Path, relative_files: Iterable[str]) -> None:
+    """After a loader has read its files: each one's sha256 is the pinned one (:func:`.download.check_intact`).
+
+    Raises:
+        keras_match.datasets.download.ChecksumError: a file is damaged (names it and the command that restores it).
+    """
+    from keras_match.datasets.download import check_intact as check
+
+    check(dataset, root, list(relative_files))
+
+
+def data_path(root: Path, relative: str) -> Path:
+    """The file holding ``relative``: ``root / relative``, else the data folder's gzip'd copy
+    ``root / (relative + ".gz")`` (both read the same, see :func:`.reader.iter_lines`).
+
+    Args:
+        root: the data directory.
+        relative: the file's plain name relative to ``root``.
+
+    Returns:
+        The present form (the plain path when neither is present).
+    """
+    plain = Path(root) / relative
+    packed = Path(root) / f"{relative}.gz"
+    return packed if not plain.is_file() and packed.is_file() else plain
 
 
 def file_paths(root: Path, files: Mapping[str, str]) -> dict[str, str]:
@@ -96,15 +120,16 @@ def file_paths(root: Path, files: Mapping[str, str]) -> dict[str, str]:
         files: key (split name, file name) -> path relative to ``root``.
 
     Returns:
-        The same keys, in the same order -> ``str(root / relative)``.
+        The same keys, in the same order -> the present file (:func:`data_path`) as a string.
     """
-    return {key: str(root / relative) for key, relative in files.items()}
+    return {key: str(data_path(root, relative)) for key, relative in files.items()}
 
 
 def read_benchmark(
-    dataset: str, files: Mapping[str, str], read: Callable[[str, Path], tuple], data_dir=None, download: bool = False
+    dataset: str, files: Mapping[str, str], read: Callable[[str, Path], tuple], data_dir=None, download=None
 ) -> tuple[Path, dict, dict]:
-    """Locate a benchmark's split files (see :func:`locate`), then read each one with a ``(split, facts)`` reader.
+    """Locate a benchmark's split files (see :func:`locate`), read each one with a ``(split, facts)`` reader, then
+    check them against their pinned digests (:func:`check_intact`).
 
     Args:
         dataset: the dataset name.
@@ -127,7 +152,8 @@ def read_benchmark(
     root = locate(dataset, files.values(), data_dir, download)
     splits, facts = {}, {}
     for name, relative in files.items():
-        splits[name], facts[name] = read(name, root / relative)
+        splits[name], facts[name] = read(name, data_path(root, relative))
+    check_intact(dataset, root, files.values())
     return root, splits, facts
 
 

@@ -6,9 +6,10 @@ decompressed bytes are the originals), from lanwuwei/SPM_toolkit (commit ``ba1dd
 in the data folder. License: Microsoft Research Shared Source License (``msrp/LICENCE.html``):
 **non-commercial use only**; redistribute only under the same terms and keep ``LICENCE.html`` with the data.
 
-Files (relative to the data directory): ``msrp/msr_paraphrase_{train,test}.txt.gz``, UTF-8 with a byte-order
-mark, CRLF, tab-separated with the header ``Quality  #1 ID  #2 ID  #1 String  #2 String``, one pair per line,
-raw news sentences that contain ``"`` characters: read with quoting disabled (fields are split on tabs only).
+Files (relative to the data directory): ``msrp/msr_paraphrase_{train,test}.txt`` (or the data folder's ``.gz``
+copies), UTF-8 with a byte-order mark, CRLF, tab-separated with the header
+``Quality  #1 ID  #2 ID  #1 String  #2 String``, one pair per line, raw news sentences that contain ``"``
+characters: read with quoting disabled (fields are split on tabs only).
 
 Mapping: ``PairSplit.ids`` = ``"<#1 ID>-<#2 ID>"`` (e.g. ``"702876-702977"``; unique), ``first`` = ``#1 String``,
 ``second`` = ``#2 String``, ``labels`` = ``Quality`` (``0`` = not a paraphrase, ``1`` = paraphrase), which is
@@ -29,7 +30,7 @@ from keras_match.datasets.base import DataFormatError
 from keras_match.datasets.classification import (
     ClassificationDataset, PairSplit, integer, label_index, pair_split, read_tsv, sentence
 )
-from keras_match.datasets.common import choose_options, classification_dataset, locate
+from keras_match.datasets.common import check_intact, choose_options, classification_dataset, data_path, locate
 
 NAME = "msrp"
 VARIANTS = (None,)
@@ -59,7 +60,7 @@ def split_files() -> dict[str, str]:
         ``{"train": ..., "test": ...}``, paths relative to the data directory (``"dev"`` comes from the
         train file).
     """
-    return {split: f"msrp/msr_paraphrase_{split}.txt.gz" for split in ("train", "test")}
+    return {split: f"msrp/msr_paraphrase_{split}.txt" for split in ("train", "test")}
 
 
 def read_msrp_file(name: str, path) -> tuple[PairSplit, list[int]]:
@@ -132,7 +133,7 @@ def hold_out_dev(train: PairSplit, lines: list[int], size: int = DEV_PAIRS) -> t
     return kept, dev, description
 
 
-def load(variant=None, data_dir=None, *, train_split=None, download=False) -> ClassificationDataset:
+def load(variant=None, data_dir=None, *, train_split=None, download=None) -> ClassificationDataset:
     """Load MSRP with a held-out dev split: ``"train"`` (3,676 pairs), ``"dev"`` (the last 400 pairs of the
     train file) and ``"test"`` (the official 1,725).
 
@@ -140,8 +141,9 @@ def load(variant=None, data_dir=None, *, train_split=None, download=False) -> Cl
         variant: ``None`` (the only choice).
         data_dir: the data directory, or ``None`` for the default (see :func:`keras_match.datasets.resolve_data_dir`).
         train_split: ``None`` or ``"train"`` (the only one).
-        download: fetch missing files first (the gzip'd corpus files have no public origin: this needs
-            ``$KERAS_MATCH_DATA_URL`` or a mirror, see :func:`keras_match.datasets.download.download`).
+        download: fetch and build missing or damaged files from their public originals first: ``None``
+            (default) only into the user cache, ``True`` into any data directory, ``False`` never (see
+            :mod:`keras_match.datasets.download`).
 
     Returns:
         The dataset with splits ``"train"``, ``"dev"`` and ``"test"`` and ``label_names``
@@ -154,14 +156,15 @@ def load(variant=None, data_dir=None, *, train_split=None, download=False) -> Cl
         FileNotFoundError: a data file is missing.
         keras_match.datasets.base.DataFormatError: a data file is malformed, or the train file has 400 pairs
             or fewer.
-        keras_match.datasets.download.DownloadError: ``download=True`` and fetching failed.
+        keras_match.datasets.download.DownloadError: fetching failed.
     """
     variant, _ = choose_options(NAME, variant, VARIANTS, train_split, TRAIN_SPLITS)
     files = split_files()
     root = locate(NAME, files.values(), data_dir, download)
-    full_train, lines = read_msrp_file("train", root / files["train"])
+    full_train, lines = read_msrp_file("train", data_path(root, files["train"]))
     train, dev, description = hold_out_dev(full_train, lines)
-    test, _ = read_msrp_file("test", root / files["test"])
+    test, _ = read_msrp_file("test", data_path(root, files["test"]))
+    check_intact(NAME, root, files.values())
     splits = {"train": train, "dev": dev, "test": test}
     return classification_dataset(
         NAME, splits, LABEL_NAMES, variant, root, files, dev=description, evaluation=EVALUATION

@@ -5,7 +5,9 @@ tab-separated with the header ``relq_id  relc_id  relq_subject  relq_body  comme
 row per comment (10 per thread), threads marked ``SubtaskA_Skip_Because_Same_As_RelQuestion_ID`` excluded:
 
 * train: ``semeval2016_task3_cqa/subtaskA/train-part2.tsv`` (379 questions / 3,790 comments; the official
-  train-part1 is not available).
+  train-part1 is not available), and with ``train_split="train-part2+train-2015"`` also
+  ``subtaskA/train-2015.tsv``: the organizers' SemEval-2015 questions reformatted for 2016 subtask A (606
+  questions / 3,347 comments; 1 to 10+ comments per thread; training data only), after train-part2's questions.
 * dev: ``semeval2016_task3_cqa/subtaskA/dev.tsv`` (244 questions / 2,440 comments).
 * There is no test split (the 2016 test set is not available): report results on dev.
 
@@ -18,15 +20,20 @@ relevance, column ``binary_label``). The original 3-way label of every comment i
 
 from __future__ import annotations
 
+import dataclasses
+
 from keras_match.datasets.base import DataFormatError, MatchingDataset, Split
-from keras_match.datasets.common import NO_POSITIVE, choose_options, drop_questions, ranking_dataset, read_benchmark
+from keras_match.datasets.common import (
+    NO_POSITIVE, check_intact, choose_options, data_path, drop_questions, file_paths, locate, ranking_dataset
+)
 from keras_match.datasets.reader import group_questions, read_records
 
 NAME = "semeval2016"
 VARIANTS = ("official", "filtered")
 """Dev conventions: ``"official"`` (default) keeps every question, ``"filtered"`` drops the ones without Good."""
 
-TRAIN_SPLITS = ("train-part2",)
+TRAIN_SPLITS = {"train-part2": ("train-part2",), "train-part2+train-2015": ("train-part2", "train-2015")}
+"""Training sets by ``train_split`` name (the first is the default) -> the subtask-A files they join, in order."""
 
 DIRECTORY = "semeval2016_task3_cqa/subtaskA"
 
@@ -44,13 +51,33 @@ COLUMNS = {
 }
 
 
-def split_files() -> dict[str, str]:
-    """The split files.
+def split_files(train_split: str = "train-part2") -> dict[str, str]:
+    """The files to read, training files first.
+
+    Args:
+        train_split: a key of :data:`TRAIN_SPLITS`.
 
     Returns:
-        ``{"train": ..., "dev": ...}``, paths relative to the data directory.
+        ``{file stem: path}`` (``"train-part2"``, [``"train-2015"``], ``"dev"``), relative to the data directory.
     """
-    return {"train": f"{DIRECTORY}/train-part2.tsv", "dev": f"{DIRECTORY}/dev.tsv"}
+    return {stem: f"{DIRECTORY}/{stem}.tsv" for stem in (*TRAIN_SPLITS[train_split], "dev")}
+
+
+def join_splits(name: str, parts: list[Split]) -> Split:
+    """One split of several, questions in order (question ids must not repeat).
+
+    Raises:
+        DataFormatError: a question id of one part appears in another (names both files).
+    """
+    if len(parts) == 1:
+        return dataclasses.replace(parts[0], name=name)
+    seen = {}
+    for part in parts:
+        for question in part:
+            if question.qid in seen:
+                raise DataFormatError(part.source, None, f"question {question.qid!r} is also in {seen[question.qid]}")
+            seen[question.qid] = part.source
+    return Split(name, [q for part in parts for q in part], source=" + ".join(part.source for part in parts))
 
 
 def read_semeval_split(name: str, path) -> tuple[Split, dict[str, str]]:
@@ -81,7 +108,7 @@ def read_semeval_split(name: str, path) -> tuple[Split, dict[str, str]]:
     return Split(name, group_questions(records, path), source=str(path)), labels
 
 
-def load(variant=None, data_dir=None, *, train_split=None, download=False) -> MatchingDataset:
+def load(variant=None, data_dir=None, *, train_split=None, download=None) -> MatchingDataset:
     """Load SemEval-2016 Task 3 subtask A (splits ``"train"`` and ``"dev"`` only).
 
     Conventions: the official scorer (``ev.py``, MAP over the top 10 comments of every question) counts every
@@ -94,14 +121,16 @@ def load(variant=None, data_dir=None, *, train_split=None, download=False) -> Ma
     Args:
         variant: ``"official"`` (default) or ``"filtered"``.
         data_dir: the data directory, or ``None`` for the default (see :func:`keras_match.datasets.resolve_data_dir`).
-        train_split: ``None`` or ``"train-part2"`` (the only one).
-        download: fetch missing files first (needs ``$KERAS_MATCH_DATA_URL`` or a mirror, see
-            :func:`keras_match.datasets.download.download`).
+        train_split: ``None`` or ``"train-part2"`` (the default), or ``"train-part2+train-2015"`` (with the
+            organizers' 2015 training threads; ``metadata["qrels"]["train"]`` is then a list of both qrels files).
+        download: fetch and build missing or damaged files from their public originals first: ``None``
+            (default) only into the user cache, ``True`` into any data directory, ``False`` never (see
+            :mod:`keras_match.datasets.download`).
 
     Returns:
         The dataset with splits ``"train"`` and ``"dev"``; ``metadata`` holds ``data_dir``, ``qrels``
         (split -> qrels path), ``labels`` (split -> ``relc_id`` -> ``"Good"`` / ``"PotentiallyUseful"`` /
-        ``"Bad"``), ``no_positive`` (split -> number of kept questions without a Good comment) and
+        ``"Bad"``), ``train_split``, ``no_positive`` (split -> number of kept questions without a Good comment) and
         ``evaluation``.
 
     Raises:
@@ -110,9 +139,19 @@ def load(variant=None, data_dir=None, *, train_split=None, download=False) -> Ma
         keras_match.datasets.base.DataFormatError: a data file is malformed, has an unknown 3-way label, or a
             ``binary_label`` that disagrees with the 3-way label (see :func:`read_semeval_split`).
     """
-    variant, _ = choose_options(NAME, variant, VARIANTS, train_split, TRAIN_SPLITS)
-    files = split_files()
-    root, splits, labels = read_benchmark(NAME, files, read_semeval_split, data_dir, download)
+    variant, train_split = choose_options(NAME, variant, VARIANTS, train_split, tuple(TRAIN_SPLITS))
+    files = split_files(train_split)
+    qrels = {stem: relative.replace(".tsv", ".qrels") for stem, relative in files.items()}
+    root = locate(NAME, [*files.values(), *qrels.values()], data_dir, download)
+    parts, facts = {}, {}
+    for stem, relative in files.items():
+        parts[stem], facts[stem] = read_semeval_split(stem, data_path(root, relative))
+    check_intact(NAME, root, [*files.values(), *qrels.values()])
+    training = TRAIN_SPLITS[train_split]
+    splits = {"train": join_splits("train", [parts[stem] for stem in training]), "dev": parts["dev"]}
+    labels = {"train": {k: v for stem in training for k, v in facts[stem].items()}, "dev": facts["dev"]}
+    qrels_paths = file_paths(root, qrels)
+    train_qrels = [qrels_paths[stem] for stem in training]
     if variant == "filtered":
         splits["dev"] = drop_questions(splits["dev"], NO_POSITIVE)
     return ranking_dataset(
@@ -120,7 +159,8 @@ def load(variant=None, data_dir=None, *, train_split=None, download=False) -> Ma
         splits,
         variant,
         root,
-        qrels={name: str(root / relative.replace(".tsv", ".qrels")) for name, relative in files.items()},
+        train_split=train_split,
+        qrels={"train": train_qrels[0] if len(train_qrels) == 1 else train_qrels, "dev": qrels_paths["dev"]},
         labels=labels,
         no_positive={name: sum(not q.has_positive for q in split) for name, split in splits.items()},
         # how keras_match.metrics.evaluate_ranking must treat questions without a Good comment

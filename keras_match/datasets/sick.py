@@ -105,7 +105,7 @@ def _score(path, number, value: str) -> float:
     return score
 
 
-def load(variant=None, data_dir=None, *, train_split=None, download=False) -> ClassificationDataset:
+def load(variant=None, data_dir=None, *, train_split=None, download=None) -> ClassificationDataset:
     """Load SICK entailment (SemEval-2014 Task 1 files): splits ``"train"``, ``"dev"`` (trial) and ``"test"``.
 
     Conventions: the files are used as shipped; every pair is kept. Report accuracy on ``"test"`` (4,927
@@ -115,8 +115,9 @@ def load(variant=None, data_dir=None, *, train_split=None, download=False) -> Cl
         variant: ``None`` (the only choice).
         data_dir: the data directory, or ``None`` for the default (see :func:`keras_match.datasets.resolve_data_dir`).
         train_split: ``None`` or ``"train"`` (the only one).
-        download: fetch missing files first, by default from the files' public GitHub copy
-            (see :func:`keras_match.datasets.download.download`).
+        download: fetch and build missing or damaged files from their public originals first: ``None``
+            (default) only into the user cache, ``True`` into any data directory, ``False`` never (see
+            :mod:`keras_match.datasets.download`).
 
     Returns:
         The dataset with splits ``"train"``, ``"dev"`` and ``"test"`` and ``label_names``
@@ -127,7 +128,7 @@ def load(variant=None, data_dir=None, *, train_split=None, download=False) -> Cl
         ValueError: a variant or training split other than the ones above.
         FileNotFoundError: a data file is missing.
         keras_match.datasets.base.DataFormatError: a data file is malformed.
-        keras_match.datasets.download.DownloadError: ``download=True`` and fetching failed.
+        keras_match.datasets.download.DownloadError: fetching failed.
     """
     variant, _ = choose_options(NAME, variant, VARIANTS, train_split, TRAIN_SPLITS)
     files = split_files()

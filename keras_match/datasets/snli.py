@@ -14,8 +14,8 @@ pair per line with the keys ``pairID``, ``captionID``, ``gold_label``, ``sentenc
 ``annotator_labels`` and the parses (unused). This loader reads the JSONL rather than the derived
 ``snli/tsv/*.tsv.gz``: both hold all 10,000 rows of each split in the same order (checked to agree field by
 field), but SOURCE.md describes the JSONL as the complete original files (every field, untouched) with a
-public origin, so :func:`keras_match.datasets.download.download` can fetch them without a mirror, while the
-TSV is a convenience copy the data curators derived, which exists nowhere else.
+public origin (:mod:`keras_match.datasets.download` fetches them), while the TSV is a convenience copy the data
+curators derived.
 
 Mapping: ``PairSplit.ids`` = ``pairID`` (unique), ``first`` = ``sentence1`` (premise), ``second`` =
 ``sentence2`` (hypothesis), ``labels`` = ``gold_label`` (``entailment``, ``neutral``, ``contradiction``) as an
@@ -29,7 +29,7 @@ Counts (of 10,000 rows per file): dev 9,842 pairs (3,329 entailment / 3,235 neut
 from __future__ import annotations
 
 from keras_match.datasets.classification import ClassificationDataset, PairSplit, label_index, pair_split, sentence
-from keras_match.datasets.common import choose, classification_dataset, locate
+from keras_match.datasets.common import check_intact, choose, classification_dataset, data_path, locate
 from keras_match.datasets.reader import read_records
 
 NAME = "snli"
@@ -99,7 +99,7 @@ def read_snli_split(name: str, path) -> PairSplit:
     )
 
 
-def load(variant=None, data_dir=None, *, train_split=None, download=False) -> ClassificationDataset:
+def load(variant=None, data_dir=None, *, train_split=None, download=None) -> ClassificationDataset:
     """Load SNLI 1.0 dev and test (there is no training split in the data folder).
 
     Conventions: pairs without a gold label (``-``) are dropped from both splits, as is standard; report
@@ -109,8 +109,9 @@ def load(variant=None, data_dir=None, *, train_split=None, download=False) -> Cl
         variant: ``None`` (the only choice).
         data_dir: the data directory, or ``None`` for the default (see :func:`keras_match.datasets.resolve_data_dir`).
         train_split: must be ``None``: SNLI has no training split here.
-        download: fetch missing files first, by default from the files' public GitHub copy
-            (see :func:`keras_match.datasets.download.download`).
+        download: fetch and build missing or damaged files from their public originals first: ``None``
+            (default) only into the user cache, ``True`` into any data directory, ``False`` never (see
+            :mod:`keras_match.datasets.download`).
 
     Returns:
         The dataset with splits ``"dev"`` and ``"test"`` and ``label_names``
@@ -121,7 +122,7 @@ def load(variant=None, data_dir=None, *, train_split=None, download=False) -> Cl
         ValueError: a variant other than ``None``, or any ``train_split``.
         FileNotFoundError: a data file is missing.
         keras_match.datasets.base.DataFormatError: a data file is malformed.
-        keras_match.datasets.download.DownloadError: ``download=True`` and fetching failed.
+        keras_match.datasets.download.DownloadError: fetching failed.
     """
     variant = choose("variant", variant, VARIANTS, NAME)
     if train_split is not None:
@@ -131,5 +132,6 @@ def load(variant=None, data_dir=None, *, train_split=None, download=False) -> Cl
         )
     files = split_files()
     root = locate(NAME, files.values(), data_dir, download)
-    splits = {name: read_snli_split(name, root / relative) for name, relative in files.items()}
+    splits = {name: read_snli_split(name, data_path(root, relative)) for name, relative in files.items()}
+    check_intact(NAME, root, files.values())
     return classification_dataset(NAME, splits, LABEL_NAMES, variant, root, files, evaluation=EVALUATION)

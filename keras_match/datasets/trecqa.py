@@ -5,7 +5,7 @@ Files (relative to the data directory), UTF-8, LF, tab-separated with the header
 PTB-tokenized with original case; ``aid`` is the 0-based candidate index within its question; ``label`` is
 ``1`` (the sentence answers the question) or ``0``:
 
-* train: ``trecqa/tsv/train-all.tsv.gz`` (TRAIN-ALL, 1,229 questions / 53,417 pairs, reconstructed by the data
+* train: ``trecqa/tsv/train-all.tsv[.gz]`` (TRAIN-ALL, 1,229 questions / 53,417 pairs, reconstructed by the data
   curators, see ``trecqa/SOURCE.md``) or ``trecqa/tsv/train.tsv`` (TRAIN, 93 / 4,718). Never combine the two:
   TRAIN is a subset of TRAIN-ALL.
 * dev / test, variant ``"clean"``: ``trecqa/tsv/clean-{dev,test}.tsv`` (65 / 68 questions), the common "clean"
@@ -21,15 +21,18 @@ to the kept questions to reproduce this loader's figures with trec_eval.
 from __future__ import annotations
 
 from keras_match.datasets.base import MatchingDataset
-from keras_match.datasets.common import NO_POSITIVE, choose, choose_options, drop_questions, locate, ranking_dataset
+from keras_match.datasets.common import (
+    NO_POSITIVE, check_intact, choose, choose_options, data_path, file_paths, drop_questions, locate, ranking_dataset
+)
 from keras_match.datasets.reader import read_split
 
 NAME = "trecqa"
 VARIANTS = ("clean", "raw")
 """Dev/test versions; the first is the default."""
 
-TRAIN_SPLITS = {"train-all": "train-all.tsv.gz", "train": "train.tsv"}
-"""Training files by ``train_split`` name; the first is the default."""
+TRAIN_SPLITS = {"train-all": "train-all.tsv", "train": "train.tsv"}
+"""Training files by ``train_split`` name; the first is the default (the data folder keeps TRAIN-ALL gzip'd as
+``train-all.tsv.gz``; a build from the originals writes ``train-all.tsv``: either is read)."""
 
 
 def _variant_and_train_split(variant, train_split) -> tuple[str, str]:
@@ -82,7 +85,7 @@ def split_files(variant=None, train_split=None) -> dict[str, str]:
 NO_POSITIVE_RULES = ("skip", "zero")
 
 
-def load(variant=None, data_dir=None, *, train_split=None, no_positive="skip", download=False) -> MatchingDataset:
+def load(variant=None, data_dir=None, *, train_split=None, no_positive="skip", download=None) -> MatchingDataset:
     """Load TrecQA.
 
     Conventions: the training split keeps every question. The clean dev/test files are used as shipped
@@ -100,8 +103,9 @@ def load(variant=None, data_dir=None, *, train_split=None, no_positive="skip", d
         train_split: ``"train-all"`` (default, TRAIN-ALL) or ``"train"`` (the small manually checked TRAIN).
         no_positive: raw dev/test questions without a relevant answer: ``"skip"`` (default, dropped) or
             ``"zero"`` (kept, scored 0: trec_eval's figure; ``metadata["no_positive_rule"]`` says which).
-        download: fetch missing files first (needs ``$KERAS_MATCH_DATA_URL`` or a mirror, see
-            :func:`keras_match.datasets.download.download`).
+        download: fetch and build missing or damaged files from their public originals first: ``None``
+            (default) only into the user cache, ``True`` into any data directory, ``False`` never (see
+            :mod:`keras_match.datasets.download`).
 
     Returns:
         The dataset with splits ``"train"``, ``"dev"`` and ``"test"``; ``metadata`` holds ``data_dir``,
@@ -115,12 +119,13 @@ def load(variant=None, data_dir=None, *, train_split=None, no_positive="skip", d
     variant, train_split = _variant_and_train_split(variant, train_split)
     no_positive = choose("no_positive", no_positive, NO_POSITIVE_RULES, NAME)
     files = split_files(variant, train_split)
-    root = locate(NAME, files.values(), data_dir, download)
-    splits = {name: read_split(name, root / relative, COLUMNS) for name, relative in files.items()}
+    qrels = {name: f"trecqa/qrels/{_stem(relative)}.qrels" for name, relative in files.items()}
+    root = locate(NAME, [*files.values(), *qrels.values()], data_dir, download)
+    splits = {name: read_split(name, data_path(root, relative), COLUMNS) for name, relative in files.items()}
+    check_intact(NAME, root, [*files.values(), *qrels.values()])
     if variant == "raw" and no_positive == "skip":
         for name in ("dev", "test"):
             splits[name] = drop_questions(splits[name], NO_POSITIVE)
-    qrels = {name: str(root / "trecqa" / "qrels" / f"{_stem(relative)}.qrels") for name, relative in files.items()}
     evaluation = (
         "clean dev/test as shipped"
         if variant == "clean"
@@ -135,7 +140,7 @@ def load(variant=None, data_dir=None, *, train_split=None, no_positive="skip", d
         variant,
         root,
         train_split=train_split,
-        qrels=qrels,
+        qrels=file_paths(root, qrels),
         evaluation=evaluation,
         no_positive_rule="zero" if variant == "raw" and no_positive == "zero" else "skip",
     )

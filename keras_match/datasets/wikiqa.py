@@ -88,7 +88,7 @@ def read_wikiqa_split(name: str, path) -> tuple[Split, dict[str, str]]:
     return split, {qid: question_id for question_id, qid in ordinals.items()}
 
 
-def load(variant=None, data_dir=None, *, train_split=None, download=False) -> MatchingDataset:
+def load(variant=None, data_dir=None, *, train_split=None, download=None) -> MatchingDataset:
     """Load WikiQA.
 
     Conventions: the training split keeps all 2,118 questions (drop the ones without a correct answer with
@@ -103,8 +103,9 @@ def load(variant=None, data_dir=None, *, train_split=None, download=False) -> Ma
         variant: ``None`` or ``"filtered"`` (the default), or ``"answered"``.
         data_dir: the data directory, or ``None`` for the default (see :func:`keras_match.datasets.resolve_data_dir`).
         train_split: ``None`` or ``"train"`` (the only one).
-        download: fetch missing files first, by default from the corpus' public GitHub copies
-            (see :func:`keras_match.datasets.download.download`).
+        download: fetch and build missing or damaged files from their public originals first: ``None``
+            (default) only into the user cache, ``True`` into any data directory, ``False`` never (see
+            :mod:`keras_match.datasets.download`).
 
     Returns:
         The dataset with splits ``"train"``, ``"dev"`` and ``"test"``; ``metadata`` holds ``data_dir``,

@@ -1,34 +1,19 @@
 """The sentence-pair classification loaders (SICK, SNLI, MSRP) on the real data: counts from each folder's
-SOURCE.md, known pairs, malformed copies of the real files, and the download manifests."""
+SOURCE.md, known pairs and malformed copies of the real files (fetching them: test_datasets_download.py)."""
 
-import contextlib
-import functools
 import gzip
-import http.server
-import importlib
 import json
-import pathlib
 import shutil
-import threading
 
 import numpy as np
 import pytest
 
 from keras_match import datasets
-from keras_match.datasets import ClassificationDataset, DataFormatError, DownloadError, MatchingDataset, PairSplit
+from keras_match.datasets import ClassificationDataset, DataFormatError, MatchingDataset, PairSplit
 from keras_match.datasets import msrp, sick, snli
-from keras_match.datasets.download import MANIFESTS
 
-dl = importlib.import_module("keras_match.datasets.download")  # the module (datasets.download is the function)
 
 NLI_LABELS = ("entailment", "neutral", "contradiction")
-
-
-@pytest.fixture(autouse=True)
-def _isolated_environment(monkeypatch, tmp_path_factory):
-    """No test may download from a mirror configured outside the test, nor write to the real user cache."""
-    monkeypatch.delenv("KERAS_MATCH_DATA_URL", raising=False)
-    monkeypatch.setenv("KERAS_MATCH_CACHE", str(tmp_path_factory.mktemp("cache")))
 
 
 @pytest.fixture(scope="module")
@@ -268,14 +253,15 @@ def test_unknown_options_are_rejected(tmp_path, kwargs, message):
     [
         ("sick", "sick/semeval2014_task1/SICK_train.txt"),
         ("snli", "snli/snli_1.0_dev.jsonl.gz"),
-        ("msrp", "msrp/msr_paraphrase_train.txt.gz"),
+        ("msrp", "msrp/msr_paraphrase_train.txt"),
     ],
 )
 def test_missing_file_says_how_to_provide_data(tmp_path, name, missing):
     with pytest.raises(FileNotFoundError) as info:
         datasets.load(name, data_dir=tmp_path)
     assert info.value.filename == str(tmp_path / missing)
-    assert "KERAS_MATCH_DATA" in str(info.value) and "download=True" in str(info.value)
+    assert str(info.value) == (f"{name} is missing from {tmp_path} (no {missing}); fetch it with "
+                               f"`keras-match data download {name} --data-dir {tmp_path}`")
 
 
 # -- malformed files (copies of the real files' layout) --------------------------------------------------------
@@ -383,8 +369,12 @@ def test_sick_load_reports_the_broken_file(data_dir, tmp_path):
     with pytest.raises(DataFormatError) as info:
         datasets.load("sick", data_dir=tmp_path)
     check_error(info.value, broken, 4, "entailment_judgment", "unknown label 'entailment'")
+    # well-formed but not the benchmark's bytes (19 of 4,500 training pairs): refused as damaged, never a silent
+    # smaller benchmark; the same copy reads as user data
     broken.write_bytes(b"".join(raw_lines(real / "SICK_trial.txt")[:20]))
-    assert datasets.load("sick", data_dir=tmp_path)["train"].num_pairs == 19
+    with pytest.raises(datasets.ChecksumError, match="SICK_train.txt is damaged"):
+        datasets.load("sick", data_dir=tmp_path)
+    assert sick.read_sick_split("train", copy / "SICK_train.txt")[0].num_pairs == 19
 
 
 SNLI_CASES = [
@@ -448,71 +438,3 @@ def test_msrp_load_reports_the_broken_file(data_dir, tmp_path):
     broken_copy(real / "msr_paraphrase_test.txt.gz", copy / "msr_paraphrase_test.txt.gz", 1, str)
     with pytest.raises(DataFormatError, match="more than 400"):
         datasets.load("msrp", data_dir=tmp_path)
-
-
-# -- download manifests ----------------------------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def serve(directory):
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(directory)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
-
-
-def all_files(root):
-    return sorted(str(p.relative_to(root)) for p in pathlib.Path(root).rglob("*") if p.is_file())
-
-
-@pytest.mark.parametrize("name", ["sick", "snli", "msrp"])
-def test_manifest_matches_real_data_and_loaders(data_dir, name):
-    assert len(datasets.verify(name, data_dir)) == len(MANIFESTS[name])
-    listed = {str(data_dir / f.path) for f in MANIFESTS[name]}
-    ds = datasets.load(name, data_dir=data_dir)
-    assert {split.source for split in ds.splits.values()} <= listed
-    assert set(ds.metadata["files"].values()) <= listed
-
-
-def test_origins_are_github_at_pinned_commits(tmp_path, monkeypatch):
-    calls = []
-    monkeypatch.setattr(dl, "fetch", lambda url, destination, sha256: calls.append((url, destination)))
-    datasets.download("sick", tmp_path)  # fetch is replaced: no network access
-    datasets.download("snli", tmp_path)
-    urls = {pathlib.Path(destination).name: url for url, destination in calls}
-    assert len(urls) == len(MANIFESTS["sick"]) + len(MANIFESTS["snli"])
-    assert urls["SICK_test_annotated.txt"] == (
-        "https://raw.githubusercontent.com/brmson/dataset-sts/e1d3375f5b3bc24f21aa4e46f96eb379e9fc1081/"
-        "data/sts/sick2014/SICK_test_annotated.txt"
-    )
-    assert urls["snli_1.0_dev.jsonl.gz"] == (
-        "https://raw.githubusercontent.com/uclnlp/inferbeddings/80492a7aebcdcac21e758514c8af403d77e8594a/"
-        "data/snli/snli_1.0_dev.jsonl.gz"
-    )
-
-
-def test_msrp_corpus_files_need_a_mirror(tmp_path, monkeypatch):
-    calls = []
-    monkeypatch.setattr(dl, "fetch", lambda *args: calls.append(args))
-    with pytest.raises(DownloadError, match="KERAS_MATCH_DATA_URL") as info:
-        datasets.load("msrp", data_dir=tmp_path, download=True)
-    assert "msrp/msr_paraphrase_train.txt.gz" in str(info.value) and "LICENCE.html" not in str(info.value)
-    assert calls == [] and all_files(tmp_path) == []
-
-
-@pytest.mark.parametrize("name", ["sick", "msrp"])
-def test_load_with_download_from_a_mirror(data_dir, tmp_path, monkeypatch, name):
-    with serve(data_dir) as url:
-        monkeypatch.setenv("KERAS_MATCH_DATA_URL", url)
-        ds = datasets.load(name, data_dir=tmp_path, download=True)
-    assert all_files(tmp_path) == sorted(f.path for f in MANIFESTS[name])
-    assert ds.counts() == datasets.load(name, data_dir=data_dir).counts()

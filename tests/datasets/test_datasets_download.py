@@ -1,43 +1,80 @@
-"""Downloads from a real HTTP server on 127.0.0.1 serving the data directory (no other host is contacted)."""
+"""Fetching the benchmarks from their public originals and building the derived files, against a real HTTP server
+on 127.0.0.1 laid out as GitHub's raw files (`OWNER/REPO/COMMIT/PATH`), made from the data folder (gunzipped where
+the data folder gzip'd an original). No other host is contacted."""
 
 import contextlib
-import functools
+import gzip
+import hashlib
 import http.server
-import importlib
-import os
 import pathlib
+import re
 import shutil
+import socket
 import threading
 
 import pytest
 
-from keras_match import datasets
-from keras_match.datasets import ChecksumError, DownloadError
-from keras_match.datasets.download import MANIFESTS
-
-dl = importlib.import_module("keras_match.datasets.download")  # the module (datasets.download is the function)
+from keras_match import cli, datasets
+from keras_match.datasets import ChecksumError, MissingDataError, sources
+from keras_match.datasets.download import OK, check_intact, sha256_of, verify
 
 
 @pytest.fixture(autouse=True)
-def _isolated_environment(monkeypatch, tmp_path_factory):
-    """No test may download from a mirror configured outside the test, nor write to the real user cache."""
-    monkeypatch.delenv("KERAS_MATCH_DATA_URL", raising=False)
-    monkeypatch.setenv("KERAS_MATCH_CACHE", str(tmp_path_factory.mktemp("cache")))
+def _isolated_environment(monkeypatch, tmp_path):
+    """No test may read the data folder through $KERAS_MATCH_DATA unless it says so, reach GitHub, or write to the
+    real user cache."""
+    monkeypatch.delenv("KERAS_MATCH_DATA", raising=False)
+    monkeypatch.setenv("KERAS_MATCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("KERAS_MATCH_GITHUB_URL", "http://127.0.0.1:9/nothing-listens-here")
 
 
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+def original_bytes(data_dir, entry):
+    """An original's bytes as at its origin, from the data folder (gunzipped where the data folder gzip'd it)."""
+    plain = data_dir / entry.path
+    if plain.is_file():
+        return plain.read_bytes()
+    return gzip.decompress((data_dir / f"{entry.path}.gz").read_bytes())
+
+
+class _GitHubRaw(http.server.BaseHTTPRequestHandler):
+    """`GET /OWNER/REPO/COMMIT/PATH` -> the original's bytes; `faults[url path]` breaks one file:
+    `"damage"` (one byte changed), `"truncate"` (the connection closes half way through the announced length) or
+    `"404"`."""
+
+    files: dict = {}
+    faults: dict = {}
+    requests: list = []
+
+    def do_GET(self):  # noqa: N802 (http.server's name)
+        type(self).requests.append(self.path)
+        body, fault = self.files.get(self.path), self.faults.get(self.path)
+        if body is None or fault == "404":
+            self.send_error(404, "Not Found")
+            return
+        if fault == "damage":
+            body = bytes([body[0] ^ 1]) + body[1:]
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body[: len(body) // 2] if fault == "truncate" else body)
+        if fault == "truncate":
+            self.close_connection = True
+
     def log_message(self, *args):
         pass
 
 
 @contextlib.contextmanager
-def serve(directory):
-    handler = functools.partial(_QuietHandler, directory=str(directory))
+def github_mirror(data_dir, names=tuple(sources.SOURCES)):
+    handler = type("Handler", (_GitHubRaw,), {"files": {}, "faults": {}, "requests": []})
+    for name in names:
+        for entry in sources.source(name).originals:
+            handler.files[f"/{entry.repo}/{entry.commit}/{entry.origin_path}"] = original_bytes(data_dir, entry)
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
+        yield f"http://127.0.0.1:{server.server_address[1]}", handler
     finally:
         server.shutdown()
         server.server_close()
@@ -46,98 +83,245 @@ def serve(directory):
 
 @pytest.fixture(scope="module")
 def mirror(data_dir):
-    with serve(data_dir) as url:
-        yield url
+    with github_mirror(data_dir) as served:
+        yield served
 
 
 def all_files(root):
     return sorted(str(p.relative_to(root)) for p in pathlib.Path(root).rglob("*") if p.is_file())
 
 
-def test_download_then_load_from_cache(mirror, tmp_path, monkeypatch, data_dir):
-    monkeypatch.delenv("KERAS_MATCH_DATA", raising=False)
-    monkeypatch.setenv("KERAS_MATCH_CACHE", str(tmp_path))
-    monkeypatch.setenv("KERAS_MATCH_DATA_URL", "http://127.0.0.1:9/unused")  # the argument wins
-    fetched = datasets.download("wikiqa", base_url=mirror + "/")
-    cache = tmp_path / "data"
-    assert sorted(str(p.relative_to(cache)) for p in fetched) == sorted(f.path for f in MANIFESTS["wikiqa"])
-    assert all_files(cache) == sorted(f.path for f in MANIFESTS["wikiqa"])  # no temporary files left
-    for f in MANIFESTS["wikiqa"]:
-        assert (cache / f.path).read_bytes() == (data_dir / f.path).read_bytes()
-    ds = datasets.load("wikiqa")
-    assert ds.metadata["data_dir"] == str(cache)
-    assert (ds["dev"].num_questions, ds["test"].num_questions) == (122, 237)
-    assert datasets.download("wikiqa", base_url=mirror) == []  # nothing missing, nothing fetched
+def entry_of(name, suffix):
+    return next(entry for entry in sources.source(name).originals if entry.path.endswith(suffix))
 
 
-def test_load_with_download_uses_env_url(mirror, tmp_path, monkeypatch):
-    monkeypatch.setenv("KERAS_MATCH_DATA_URL", mirror)
-    target = tmp_path / "semeval"
-    ds = datasets.load("semeval2016", data_dir=target, download=True)
-    assert ds["dev"].num_pairs == 2440
-    assert all_files(target) == sorted(f.path for f in MANIFESTS["semeval2016"])
-    assert len(datasets.verify("semeval2016", target)) == 4
+# ---- the tables ----------------------------------------------------------------------------------------------
 
 
-def test_corrupt_file_raises_and_leaves_nothing(data_dir, tmp_path):
-    served = tmp_path / "served"
-    shutil.copytree(data_dir / "wikiqa", served / "wikiqa")
-    corrupt = served / "wikiqa" / "WikiQA-dev-filtered.ref"
-    os.chmod(corrupt, 0o644)
-    corrupt.write_bytes(corrupt.read_bytes().replace(b"2 0 0 0", b"2 0 0 1", 1))
-    target = tmp_path / "target"
-    with serve(served) as url, pytest.raises(ChecksumError) as info:
-        datasets.download("wikiqa", target, base_url=url)
-    entry = next(f for f in MANIFESTS["wikiqa"] if f.path.endswith("WikiQA-dev-filtered.ref"))
-    message = str(info.value)
-    assert f"{url}/wikiqa/WikiQA-dev-filtered.ref" in message and entry.sha256 in message
-    assert dl.sha256_of(corrupt) in message
-    files = all_files(target)
-    assert "wikiqa/WikiQA-dev-filtered.ref" not in files
-    assert not any(".part" in name or name.startswith("wikiqa/.") for name in files)
+@pytest.mark.parametrize("name", list(sources.SOURCES))
+def test_every_file_of_the_tables_is_in_the_data_folder_with_its_digest(data_dir, name):
+    rows = verify(name, data_dir)
+    assert rows and [state for _, state, _ in rows] == [OK] * len(rows), [r for r in rows if r[1] != OK]
 
 
-def test_http_error_names_url(tmp_path):
-    with serve(tmp_path / "nothing-here") as url, pytest.raises(DownloadError, match="404") as info:
-        datasets.download("semeval2016", tmp_path / "target", base_url=url)
-    assert f"{url}/semeval2016_task3_cqa/subtaskA/train-part2.tsv" in str(info.value)
-    assert all_files(tmp_path / "target") == []
+def test_origins_are_raw_github_urls_at_pinned_commits(monkeypatch):
+    monkeypatch.delenv("KERAS_MATCH_GITHUB_URL")
+    entry = entry_of("trecqa", "jacana/TRAIN.xml")
+    assert entry.url() == ("https://raw.githubusercontent.com/castorini/data/"
+                           "056cbbcbf997cc0b35032430110c5e5e5525700a/TrecQA/data/TRAIN.xml")
+    for source in sources.SOURCES.values():
+        for original in source.originals:
+            assert re.fullmatch(r"https://raw\.githubusercontent\.com/[\w.-]+/[\w.-]+/[0-9a-f]{40}/\S+",
+                                original.url()), original
+    monkeypatch.setenv("KERAS_MATCH_GITHUB_URL", "http://mirror.example/raw/")
+    assert entry.url().startswith("http://mirror.example/raw/castorini/data/056cbbc")
+
+
+def test_every_loader_reads_only_files_of_the_tables(data_dir):
+    listed = {str(data_dir / form) for source in sources.SOURCES.values() for entry in source.files
+              for form, _ in entry.forms()}
+    for name, options in (("trecqa", {}), ("trecqa", {"variant": "raw", "train_split": "train"}), ("wikiqa", {}),
+                          ("semeval2016", {"train_split": "train-part2+train-2015"}), ("sick", {}), ("snli", {}),
+                          ("msrp", {})):
+        ds = datasets.load(name, data_dir=data_dir, **options)
+        read = {source for split in ds.splits.values() for source in split.source.split(" + ")}
+        qrels = ds.metadata.get("qrels", {}).values()
+        read |= {path for value in qrels for path in ([value] if isinstance(value, str) else value)}
+        read |= set(ds.metadata.get("files", {}).values())
+        assert read and read <= listed, read - listed
+
+
+# ---- the fresh machine: fetch the originals, build, train ------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def built(mirror, tmp_path_factory):
+    """TrecQA and SemEval-2016 fetched and built into an empty folder."""
+    url, handler = mirror
+    root = tmp_path_factory.mktemp("built")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("KERAS_MATCH_GITHUB_URL", url)
+        reports = {name: datasets.download(name, root) for name in ("trecqa", "semeval2016")}
+    return root, reports
 
 
 @pytest.mark.parametrize("name", ["trecqa", "semeval2016"])
-def test_derived_files_need_a_mirror(tmp_path, monkeypatch, name):
-    calls = []
-    monkeypatch.setattr(dl, "fetch", lambda *args: calls.append(args))
-    with pytest.raises(DownloadError, match="KERAS_MATCH_DATA_URL"):
-        datasets.load(name, data_dir=tmp_path, download=True)
-    assert calls == [] and all_files(tmp_path) == []
+def test_build_from_originals_is_byte_exact(built, name):
+    root, reports = built
+    source = sources.source(name)
+    assert [pathlib.Path(p) for p in reports[name]["built"]] == [root / entry.path for entry in source.derived]
+    assert len(reports[name]["fetched"]) == len(source.originals)
+    for entry in source.files:
+        assert hashlib.sha256((root / entry.path).read_bytes()).hexdigest() == entry.sha256, entry.path
+    assert [state for _, state, _ in verify(name, root)] == [OK] * len(source.files)
 
 
-def test_wikiqa_default_source_is_github_at_pinned_commits(tmp_path, monkeypatch):
-    calls = []
-    monkeypatch.setattr(dl, "fetch", lambda url, destination, sha256: calls.append((url, destination)))
-    datasets.download("wikiqa", tmp_path)  # fetch is replaced: no network access
-    urls = {pathlib.Path(destination).name: url for url, destination in calls}
-    assert len(urls) == len(MANIFESTS["wikiqa"])
-    assert urls["WikiQA-dev.tsv.gz"] == (
-        "https://raw.githubusercontent.com/rohantilva/Google-Like-Question-Answering-System/"
-        "33b4bc236eebccb53dcfb396bfcccf3f88cf48dd/data/WikiQA/WikiQA-dev.tsv.gz"
-    )
-    assert urls["WikiQA-test-filtered.ref"] == (
-        "https://raw.githubusercontent.com/l11x0m7/Question_Answering_Models/"
-        "b53c33db08a51f8e5f8c774eb65ec29c75942c66/cQA/data/WikiQA/raw/WikiQA-test-filtered.ref"
-    )
+def test_build_leaves_nothing_else(built):
+    root, _ = built
+    expected = sorted(entry.path for name in ("trecqa", "semeval2016") for entry in sources.source(name).files)
+    assert all_files(root) == expected  # no staging folder, no temporary file
 
 
-@pytest.mark.parametrize("name", list(MANIFESTS))
-def test_manifest_matches_real_data_and_loaders(data_dir, name):
-    checked = datasets.verify(name, data_dir)
-    assert len(checked) == len(MANIFESTS[name])
-    listed = {str(data_dir / f.path) for f in MANIFESTS[name]}
-    variants = {"trecqa": [("clean", "train-all"), ("raw", "train")], "wikiqa": [(None, None)],
-                "semeval2016": [("official", None), ("filtered", None)]}.get(name, [(None, None)])
-    for variant, train_split in variants:
-        ds = datasets.load(name, variant, data_dir, train_split=train_split)
-        assert {split.source for split in ds.splits.values()} <= listed
-        assert set(ds.metadata.get("qrels", {}).values()) <= listed  # ranking sets
-        assert set(ds.metadata.get("files", {}).values()) <= listed  # classification sets
+def test_built_folder_loads_like_the_data_folder(built, data_dir):
+    root, _ = built
+    for name, options in (("trecqa", {}), ("trecqa", {"variant": "raw"}),
+                          ("semeval2016", {"train_split": "train-part2+train-2015"})):
+        ours, theirs = (datasets.load(name, data_dir=folder, **options) for folder in (root, data_dir))
+        assert ours.counts() == theirs.counts()
+        for split in ours.splits:
+            assert ours[split].pairs().answers.tolist() == theirs[split].pairs().answers.tolist()
+
+
+def test_a_present_intact_dataset_is_not_fetched_again(built, mirror):
+    root, _ = built
+    url, handler = mirror
+    before = len(handler.requests)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("KERAS_MATCH_GITHUB_URL", url)
+        report = datasets.download("trecqa", root)
+    assert report["fetched"] == [] and report["built"] == [] and len(handler.requests) == before
+
+
+def test_first_use_fetches_into_the_user_cache_and_trains_through_the_cli(mirror, tmp_path, monkeypatch, capsys):
+    """README's two commands on a machine without the data folder (the local server stands in for GitHub)."""
+    url, _ = mirror
+    monkeypatch.setenv("KERAS_MATCH_GITHUB_URL", url)
+    status = cli.main(["train", "mcan_fm", "--dataset", "trecqa-clean", "--epochs", "1", "--max-train-questions",
+                       "12", "--embeddings", "none", "--run-dir", str(tmp_path / "run"), "--set", "lstm_units=8",
+                       "--set", "highway_units=8", "--set", "fm_factors=2"])
+    out = capsys.readouterr().out
+    cache = tmp_path / "cache" / "data"
+    assert status == 0
+    assert f"trecqa: fetching 9 original file(s) into {cache}" in out
+    assert "built trecqa/tsv/train-all.tsv (53,417 rows)" in out and "built trecqa/qrels/clean-test.qrels" in out
+    assert f"trecqa: 21 files ready in {cache} (9 fetched" in out
+    assert re.search(r"^test: MAP 0\.\d+", out, re.M)
+    assert all_files(cache) == sorted(entry.path for entry in sources.source("trecqa").files)
+
+
+# ---- a failed transfer: one line naming file and URL, nothing kept, the next command retries -----------------
+
+
+@pytest.mark.parametrize("fault,reason", [("damage", "damaged or truncated"), ("truncate", "retrieval incomplete"),
+                                          ("404", "404")])
+def test_failed_transfer_names_file_and_url_keeps_nothing_and_the_next_run_retries(
+        data_dir, tmp_path, monkeypatch, capsys, fault, reason):
+    entry = entry_of("semeval2016", "SemEval2016-Task3-CQA-QL-dev.xml")
+    with github_mirror(data_dir, ["semeval2016"]) as (url, handler):
+        monkeypatch.setenv("KERAS_MATCH_GITHUB_URL", url)
+        handler.faults[f"/{entry.repo}/{entry.commit}/{entry.origin_path}"] = fault
+        root = tmp_path / "data"
+        status = cli.main(["data", "download", "semeval2016", "--data-dir", str(root)])
+        err = capsys.readouterr().err
+        assert status == 1
+        assert err.count("\n") == 1 and err.startswith("keras-match data: error: ")
+        assert entry.path in err and entry.url() in err and reason in err
+        # the file fetched before the failure is intact and kept; the failed one and any partial bytes are not
+        assert all_files(root) == [entry_of("semeval2016", "train-part2.xml").path]
+        handler.faults.clear()
+        assert cli.main(["data", "download", "semeval2016", "--data-dir", str(root)]) == 0
+    assert [state for _, state, _ in verify("semeval2016", root)] == [OK] * 10
+
+
+def test_refused_connection_says_how_to_point_at_a_mirror(tmp_path, monkeypatch, capsys):
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("KERAS_MATCH_GITHUB_URL", f"http://127.0.0.1:{port}")
+    assert cli.main(["data", "download", "msrp", "--data-dir", str(tmp_path / "data")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert f"http://127.0.0.1:{port}/lanwuwei/SPM_toolkit/" in err and "refused" in err.lower()
+    assert "KERAS_MATCH_GITHUB_URL" in err and "--data-dir" in err
+    assert all_files(tmp_path / "data") == []
+
+
+# ---- what a loader and the CLI say about missing or damaged data ------------------------------------------------
+
+
+def test_missing_dataset_in_an_explicit_folder_names_it_and_the_command(tmp_path, capsys):
+    with pytest.raises(MissingDataError) as info:
+        datasets.load("trecqa", data_dir=tmp_path)
+    assert isinstance(info.value, FileNotFoundError)
+    assert info.value.filename == str(tmp_path / "trecqa/tsv/train-all.tsv")
+    assert str(info.value) == (f"trecqa is missing from {tmp_path} (no trecqa/tsv/train-all.tsv); fetch it with "
+                               f"`keras-match data download trecqa --data-dir {tmp_path}`")
+    assert all_files(tmp_path) == []  # an explicit folder is not written to unasked
+    assert cli.main(["evaluate", str(tmp_path / "no-run"), "--dataset", "wikiqa"]) in (1, 2)
+    capsys.readouterr()
+    status = cli.main(["train", "mcan_fm", "--dataset", "semeval2016", "--data-dir", str(tmp_path),
+                       "--run-dir", str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert status == 1 and err.count("\n") == 1
+    assert f"semeval2016 is missing from {tmp_path}" in err and f"--data-dir {tmp_path}`" in err
+
+
+def test_settings_are_checked_before_any_data_is_fetched(tmp_path, capsys):
+    status = cli.main(["train", "mcan_fm", "--dataset", "trecqa-clean", "--set", "learning_rate=-1",
+                       "--run-dir", str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert status == 2 and "learning_rate" in err and "fetch" not in err
+    assert not (tmp_path / "cache").exists() and not (tmp_path / "run").exists()
+    status = cli.main(["train", "ctrn_semeval", "--dataset", "semeval2016", "--train-split", "train-2016"])
+    err = capsys.readouterr().err
+    assert status == 2 and "train-part2+train-2015" in err and not (tmp_path / "cache").exists()
+
+
+def damaged_copy(data_dir, root, name):
+    """A copy of a dataset's files in which the last data line of one file is dropped (it still parses)."""
+    for entry in sources.source(name).files:
+        for form, _ in entry.forms():
+            if (data_dir / form).is_file():
+                (root / form).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(data_dir / form, root / form)
+    target = root / "semeval2016_task3_cqa/subtaskA/dev.tsv"
+    lines = target.read_bytes().splitlines(keepends=True)
+    target.write_bytes(b"".join(lines[:-10]))  # the last thread's ten comments: a complete, well-formed file
+    return target
+
+
+def test_a_damaged_file_is_named_and_repaired_by_download(data_dir, tmp_path, mirror, monkeypatch, capsys):
+    root = tmp_path / "data"
+    target = damaged_copy(data_dir, root, "semeval2016")
+    with pytest.raises(ChecksumError) as info:
+        datasets.load("semeval2016", data_dir=root)
+    assert str(info.value) == (f"{target} is damaged: its content differs from the pinned file (sha256); restore "
+                               f"it with `keras-match data download semeval2016 --data-dir {root}`")
+    assert cli.main(["data", "verify", "semeval2016", "--data-dir", str(root)]) == 1
+    captured = capsys.readouterr()
+    assert "damaged  semeval2016_task3_cqa/subtaskA/dev.tsv" in captured.out
+    assert "9 OK, 0 missing, 1 damaged" in captured.out
+    url, _ = mirror
+    monkeypatch.setenv("KERAS_MATCH_GITHUB_URL", url)
+    assert cli.main(["data", "download", "semeval2016", "--data-dir", str(root)]) == 0
+    assert "built semeval2016_task3_cqa/subtaskA/dev.tsv (2,440 rows)" in capsys.readouterr().out
+    assert datasets.load("semeval2016", data_dir=root)["dev"].num_pairs == 2440
+
+
+def test_check_intact_accepts_the_gzip_copies_of_the_data_folder(data_dir):
+    check_intact("trecqa", data_dir, ["trecqa/tsv/train-all.tsv", "trecqa/jacana/TRAIN.xml"])
+    assert sha256_of(data_dir / "trecqa/tsv/train-all.tsv.gz") == sources.source("trecqa").derived[0].gzip_sha256
+
+
+def test_data_verify_all_on_the_data_folder(data_dir, capsys):
+    assert cli.main(["data", "verify", "all", "--data-dir", str(data_dir)]) == 0
+    out = capsys.readouterr().out
+    total = sum(len(source.files) for source in sources.SOURCES.values())
+    assert out.splitlines()[-1] == f"{total} OK, 0 missing, 0 damaged"
+
+
+def test_unknown_dataset_for_data_command(capsys):
+    assert cli.main(["data", "download", "insuranceqa"]) == 2
+    assert "valid: ['trecqa'" in capsys.readouterr().err
+
+
+def test_semeval_with_the_2015_threads(data_dir):
+    both = datasets.load("semeval2016", data_dir=data_dir, train_split="train-part2+train-2015")
+    alone = datasets.load("semeval2016", data_dir=data_dir)
+    assert (alone["train"].num_questions, both["train"].num_questions) == (379, 985)
+    assert both["train"].num_pairs == 3790 + 3347
+    assert both["train"].questions[:379] == alone["train"].questions
+    assert both["dev"].counts() == alone["dev"].counts()
+    assert both.metadata["qrels"]["train"][1].endswith("subtaskA/train-2015.qrels")
+    with pytest.raises(ValueError, match="train-part2\\+train-2015"):
+        datasets.load("semeval2016", data_dir=data_dir, train_split="train-2015")

@@ -1,0 +1,1 @@
+"""Builders of the derived benchmark files from their public originals (see keras_match.datasets.sources)."""
