@@ -130,7 +130,7 @@ def load(variant=None, data_dir=None, *, train_split=None, download=None) -> Mat
     Returns:
         The dataset with splits ``"train"`` and ``"dev"``; ``metadata`` holds ``data_dir``, ``qrels``
         (split -> qrels path), ``labels`` (split -> ``relc_id`` -> ``"Good"`` / ``"PotentiallyUseful"`` /
-        ``"Bad"``), ``train_split``, ``no_positive`` (split -> number of kept questions without a Good comment) and
+        ``"Bad"``), ``train_split``, ``train_parts`` (training file -> its questions, in order), ``no_positive`` (split -> number of kept questions without a Good comment) and
         ``evaluation``.
 
     Raises:
@@ -160,6 +160,7 @@ def load(variant=None, data_dir=None, *, train_split=None, download=None) -> Mat
         variant,
         root,
         train_split=train_split,
+        train_parts={stem: parts[stem].num_questions for stem in training},
         qrels={"train": train_qrels[0] if len(train_qrels) == 1 else train_qrels, "dev": qrels_paths["dev"]},
         labels=labels,
         no_positive={name: sum(not q.has_positive for q in split) for name, split in splits.items()},

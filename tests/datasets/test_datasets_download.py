@@ -325,3 +325,16 @@ def test_semeval_with_the_2015_threads(data_dir):
     assert both.metadata["qrels"]["train"][1].endswith("subtaskA/train-2015.qrels")
     with pytest.raises(ValueError, match="train-part2\\+train-2015"):
         datasets.load("semeval2016", data_dir=data_dir, train_split="train-2015")
+
+
+def test_holdout_chooses_on_the_same_train_part2_questions_with_or_without_the_2015_threads(data_dir):
+    from conftest import benchmark_module
+
+    holdout_dev = benchmark_module("reproduce").holdout_dev
+    alone = holdout_dev(datasets.load("semeval2016", data_dir=data_dir), 0.2)
+    both = holdout_dev(datasets.load("semeval2016", data_dir=data_dir, train_split="train-part2+train-2015"), 0.2)
+    assert alone["dev"].questions == both["dev"].questions and alone["dev"].num_questions == 76
+    assert alone["train"].num_questions == 303 and both["train"].num_questions == 303 + 606
+    assert both["train"].questions[:303] == alone["train"].questions
+    assert {q.qid for q in both["train"]}.isdisjoint(q.qid for q in both["dev"])
+    assert both["test"].counts() == alone["test"].counts() and both["test"].num_questions == 244
