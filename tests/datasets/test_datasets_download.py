@@ -2,15 +2,11 @@
 on 127.0.0.1 laid out as GitHub's raw files (`OWNER/REPO/COMMIT/PATH`), made from the data folder (gunzipped where
 the data folder gzip'd an original). No other host is contacted."""
 
-import contextlib
-import gzip
 import hashlib
-import http.server
 import pathlib
 import re
 import shutil
 import socket
-import threading
 
 import pytest
 
@@ -28,57 +24,11 @@ def _isolated_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("KERAS_MATCH_GITHUB_URL", "http://127.0.0.1:9/nothing-listens-here")
 
 
-def original_bytes(data_dir, entry):
-    """An original's bytes as at its origin, from the data folder (gunzipped where the data folder gzip'd it)."""
-    plain = data_dir / entry.path
-    if plain.is_file():
-        return plain.read_bytes()
-    return gzip.decompress((data_dir / f"{entry.path}.gz").read_bytes())
+def github_mirror(data_dir, names=None):
+    """`benchmarks/github_mirror.py`'s server: `(url, handler)`; `handler.faults[path]` breaks one file."""
+    from conftest import benchmark_module
 
-
-class _GitHubRaw(http.server.BaseHTTPRequestHandler):
-    """`GET /OWNER/REPO/COMMIT/PATH` -> the original's bytes; `faults[url path]` breaks one file:
-    `"damage"` (one byte changed), `"truncate"` (the connection closes half way through the announced length) or
-    `"404"`."""
-
-    files: dict = {}
-    faults: dict = {}
-    requests: list = []
-
-    def do_GET(self):  # noqa: N802 (http.server's name)
-        type(self).requests.append(self.path)
-        body, fault = self.files.get(self.path), self.faults.get(self.path)
-        if body is None or fault == "404":
-            self.send_error(404, "Not Found")
-            return
-        if fault == "damage":
-            body = bytes([body[0] ^ 1]) + body[1:]
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body[: len(body) // 2] if fault == "truncate" else body)
-        if fault == "truncate":
-            self.close_connection = True
-
-    def log_message(self, *args):
-        pass
-
-
-@contextlib.contextmanager
-def github_mirror(data_dir, names=tuple(sources.SOURCES)):
-    handler = type("Handler", (_GitHubRaw,), {"files": {}, "faults": {}, "requests": []})
-    for name in names:
-        for entry in sources.source(name).originals:
-            handler.files[f"/{entry.repo}/{entry.commit}/{entry.origin_path}"] = original_bytes(data_dir, entry)
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", handler
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    return benchmark_module("github_mirror").serve(data_dir, names)
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,96 @@
+"""A stand-in for raw.githubusercontent.com on 127.0.0.1: every original of `keras_match.datasets.sources`, served
+as `OWNER/REPO/COMMIT/PATH` from a copy of the data folder (gunzipped where the data folder gzip'd an original).
+
+Point `$KERAS_MATCH_GITHUB_URL` at it to walk through a fresh machine without the internet:
+
+    python benchmarks/github_mirror.py --data-dir ../shared/data --port 8765 &
+    KERAS_MATCH_GITHUB_URL=http://127.0.0.1:8765 keras-match data download all
+
+The tests and `benchmarks/fresh_machine.py` use `serve()`; its handler's `faults` break one file on purpose
+(`"damage"`: one byte changed, `"truncate"`: the connection closes half way through the announced length,
+`"404"`), and its `requests` list every path asked for.
+"""
+
+import argparse
+import contextlib
+import gzip
+import http.server
+import threading
+
+
+def original_bytes(data_dir, entry):
+    """An original's bytes as at its origin, from the data folder (gunzipped where the data folder gzip'd it)."""
+    plain = data_dir / entry.path
+    if plain.is_file():
+        return plain.read_bytes()
+    return gzip.decompress((data_dir / f"{entry.path}.gz").read_bytes())
+
+
+class GitHubRaw(http.server.BaseHTTPRequestHandler):
+    """`GET /OWNER/REPO/COMMIT/PATH` -> the original's bytes (see the module docstring for `faults`)."""
+
+    files: dict = {}
+    faults: dict = {}
+    requests: list = []
+
+    def do_GET(self):  # noqa: N802 (http.server's name)
+        type(self).requests.append(self.path)
+        body, fault = self.files.get(self.path), self.faults.get(self.path)
+        if body is None or fault == "404":
+            self.send_error(404, "Not Found")
+            return
+        if fault == "damage":
+            body = bytes([body[0] ^ 1]) + body[1:]
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body[: len(body) // 2] if fault == "truncate" else body)
+        if fault == "truncate":
+            self.close_connection = True
+
+    def log_message(self, *args):
+        pass
+
+
+@contextlib.contextmanager
+def serve(data_dir, names=None, port=0):
+    """Serve the originals of datasets `names` (default: all) from `data_dir`.
+
+    Yields:
+        `(base URL, handler class)`: the handler's `faults` and `requests` are this server's own.
+    """
+    import pathlib
+
+    from keras_match.datasets import sources
+
+    data_dir = pathlib.Path(data_dir)
+    handler = type("Handler", (GitHubRaw,), {"files": {}, "faults": {}, "requests": []})
+    for name in names or sources.SOURCES:
+        for entry in sources.source(name).originals:
+            handler.files[f"/{entry.repo}/{entry.commit}/{entry.origin_path}"] = original_bytes(data_dir, entry)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", handler
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data-dir", required=True, help="a copy of the data folder")
+    parser.add_argument("--port", type=int, default=8765)
+    args = parser.parse_args(argv)
+    with serve(args.data_dir, port=args.port) as (url, handler):
+        print(f"serving {len(handler.files)} originals at {url} (Ctrl-C stops)", flush=True)
+        try:
+            threading.Event().wait()
+        except KeyboardInterrupt:
+            pass
+
+
+if __name__ == "__main__":
+    main()
