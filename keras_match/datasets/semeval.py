@@ -130,8 +130,8 @@ def load(variant=None, data_dir=None, *, train_split=None, download=None) -> Mat
     Returns:
         The dataset with splits ``"train"`` and ``"dev"``; ``metadata`` holds ``data_dir``, ``qrels``
         (split -> qrels path), ``labels`` (split -> ``relc_id`` -> ``"Good"`` / ``"PotentiallyUseful"`` /
-        ``"Bad"``), ``train_split``, ``train_parts`` (training file -> its questions, in order), ``no_positive`` (split -> number of kept questions without a Good comment) and
-        ``evaluation``.
+        ``"Bad"``), ``train_split``, ``train_parts`` (training file -> its questions, in order),
+        ``no_positive`` (split -> number of kept questions without a Good comment) and ``evaluation``.
 
     Raises:
         ValueError: unknown variant or training split.
