@@ -141,8 +141,8 @@ def load(variant=None, data_dir=None, *, train_split=None, download=None) -> Cla
         variant: ``None`` (the only choice).
         data_dir: the data directory, or ``None`` for the default (see :func:`keras_match.datasets.resolve_data_dir`).
         train_split: ``None`` or ``"train"`` (the only one).
-        download: fetch and build missing or damaged files from their public originals first: ``None``
-            (default) only into the user cache, ``True`` into any data directory, ``False`` never (see
+        download: fetch the missing or damaged files of ``msrp/`` from their public originals first:
+            ``None`` (default) only into the user cache, ``True`` always, ``False`` never (see
             :mod:`keras_match.datasets.download`).
 
     Returns:

@@ -123,8 +123,8 @@ def load(variant=None, data_dir=None, *, train_split=None, download=None) -> Mat
         data_dir: the data directory, or ``None`` for the default (see :func:`keras_match.datasets.resolve_data_dir`).
         train_split: ``None`` or ``"train-part2"`` (the default), or ``"train-part2+train-2015"`` (with the
             organizers' 2015 training threads; ``metadata["qrels"]["train"]`` is then a list of both qrels files).
-        download: fetch and build missing or damaged files from their public originals first: ``None``
-            (default) only into the user cache, ``True`` into any data directory, ``False`` never (see
+        download: fetch the missing or damaged files of ``semeval2016_task3_cqa/`` from their public originals first:
+            ``None`` (default) only into the user cache, ``True`` always, ``False`` never (see
             :mod:`keras_match.datasets.download`).
 
     Returns:

@@ -103,8 +103,8 @@ def load(variant=None, data_dir=None, *, train_split=None, no_positive="skip", d
         train_split: ``"train-all"`` (default, TRAIN-ALL) or ``"train"`` (the small manually checked TRAIN).
         no_positive: raw dev/test questions without a relevant answer: ``"skip"`` (default, dropped) or
             ``"zero"`` (kept, scored 0: trec_eval's figure; ``metadata["no_positive_rule"]`` says which).
-        download: fetch and build missing or damaged files from their public originals first: ``None``
-            (default) only into the user cache, ``True`` into any data directory, ``False`` never (see
+        download: fetch the missing or damaged files of ``trecqa/`` from their public originals first:
+            ``None`` (default) only into the user cache, ``True`` always, ``False`` never (see
             :mod:`keras_match.datasets.download`).
 
     Returns:
@@ -135,12 +135,7 @@ def load(variant=None, data_dir=None, *, train_split=None, no_positive="skip", d
         else "raw dev/test, every question; those lacking a relevant answer score 0 (trec_eval on the full qrels)"
     )
     return ranking_dataset(
-        NAME,
-        splits,
-        variant,
-        root,
-        train_split=train_split,
-        qrels=file_paths(root, qrels),
+        NAME, splits, variant, root, train_split=train_split, qrels=file_paths(root, qrels),
         evaluation=evaluation,
         no_positive_rule="zero" if variant == "raw" and no_positive == "zero" else "skip",
     )

@@ -40,6 +40,9 @@ from collections.abc import Callable
 
 from keras_match.datasets.base import DataFormatError
 
+_CONTROL = re.compile(r"[\t\r\n]+")
+_ID = re.compile(r"\S+")
+
 XML_DIR = "semeval2016_task3_cqa/xml/"
 """Where the originals are kept (`Original.path` of `SOURCES["semeval2016"]`), relative to the data directory."""
 
@@ -70,10 +73,6 @@ SKIP_ATTRIBUTE = "SubtaskA_Skip_Because_Same_As_RelQuestion_ID"
 
 TEXTS = {"RelQSubject": "RelQuestion", "RelQBody": "RelQuestion", "RelCText": "RelComment"}
 """The text elements that are read, with the element that must hold each."""
-
-_CONTROL = re.compile(r"[\t\r\n]+")
-_ID = re.compile(r"\S+")
-
 
 @dataclasses.dataclass
 class _Comment:
