@@ -32,6 +32,19 @@ def _positive_int(text):
     return value
 
 
+def _seed(text):
+    """argparse type: an integer from 0 to 2**32 - 1 (Keras's and NumPy's seed range)."""
+    from keras_match.settings import SEED_MAX
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer from 0 to {SEED_MAX}, got {text!r}") from None
+    if not 0 <= value <= SEED_MAX:
+        raise argparse.ArgumentTypeError(f"must be an integer from 0 to {SEED_MAX}, got {value}")
+    return value
+
+
 class _Parser(argparse.ArgumentParser):
     """One line for a usage error, `keras-match train: error: argument --epochs: ...`, and exit status 2."""
 
@@ -192,6 +205,11 @@ def _cmd_predict(args):
 def _cmd_export(args):
     from keras_match import export
 
+    if args.opset is not None and not (args.onnx or args.onnx_path):
+        raise ValueError(f"--opset {args.opset} applies to the ONNX export: add --onnx (or --onnx-path); nothing was "
+                         "written")
+    if args.opset is None:
+        args.opset = export.MAX_ONNX_OPSET
     if args.onnx or args.onnx_path:  # every option is checked before a servable version is written
         if not 1 <= args.opset <= export.MAX_ONNX_OPSET:
             raise ValueError(f"--opset {args.opset}: tf2onnx writes opsets 1 to {export.MAX_ONNX_OPSET}; nothing "
@@ -214,7 +232,7 @@ def _cmd_export(args):
 
 
 def _cmd_tune(args):
-    from keras_match import tuning
+    from keras_match import storage, tuning
     from keras_match.metrics import figure_name
 
     overrides = command_settings(args)
@@ -223,6 +241,7 @@ def _cmd_tune(args):
     role = tuning.distributed_role()
     # before the data is read: a missing or wrong space fails at once
     space = tuning.read_space(args.space, args.name) if args.space else tuning.space_for(args.name)
+    storage.check_writable_folder(args.dir, "--dir")  # before any work: the search's state and results go there
     hypermodel = tuning.MatchHyperModel(
         args.name, args.dataset, space=space, data_dir=args.data_dir, train_split=args.train_split,
         embeddings_path=args.embeddings if args.embeddings != "none" else None, seed=args.seed,
@@ -330,7 +349,7 @@ def build_parser():
     p.add_argument("--batch-size", type=_positive_int, default=None)
     p.add_argument("--max-train-questions", type=_positive_int, default=None,
                    help="train on the first N questions")
-    p.add_argument("--seed", type=int, default=1234)
+    p.add_argument("--seed", type=_seed, default=1234)
     p.add_argument("--set", action="append", metavar="KEY=JSON",
                    help="override a preset setting, e.g. --set lstm_units=100, --set loss=listwise_softmax "
                    "(pointwise, pairwise_hinge, listwise_softmax), --set head=score (repeatable)")
@@ -352,7 +371,7 @@ def build_parser():
                    "trials.png, best.json")
     p.add_argument("--epochs", type=_positive_int, default=None, help="epochs per trial (Hyperband: its largest)")
     p.add_argument("--max-train-questions", type=_positive_int, default=None)
-    p.add_argument("--seed", type=int, default=1234)
+    p.add_argument("--seed", type=_seed, default=1234)
     p.add_argument("--set", action="append", metavar="KEY=JSON", help="fix a setting for every trial")
     p.add_argument("--config", default=None, metavar="FILE", help="fixed settings from a best.json")
     p.add_argument("--space", default=None, metavar="FILE",
@@ -395,7 +414,7 @@ def build_parser():
                    help="also convert serve_ids to ONNX (BASE/onnx/VERSION/model.onnx), checked in onnxruntime")
     p.add_argument("--onnx-path", default=None, metavar="DIR",
                    help="folder for model.onnx (implies --onnx; must not exist); default BASE/onnx/VERSION")
-    p.add_argument("--opset", type=int, default=18, help="ONNX opset, at most 18 (default 18)")
+    p.add_argument("--opset", type=int, default=None, help="ONNX opset, at most 18 (default 18; with --onnx)")
     p.set_defaults(func=_cmd_export)
 
     p = sub.add_parser("data", help="fetch the benchmarks from their public originals and build the derived files "
@@ -411,6 +430,26 @@ def build_parser():
     return parser
 
 
+def _quiet_tensorflow_import():
+    """Import TensorFlow with stderr (file descriptor 2) pointed at /dev/null, then restore it: TensorFlow 2.21
+    writes six start-up notices there at import (absl, oneDNN, cudart; some twice) whatever
+    `TF_CPP_MIN_LOG_LEVEL` says, and a command's stderr is its own one-line messages. Not done when the user asks
+    for TensorFlow's logs (`TF_CPP_MIN_LOG_LEVEL` below 2) or TensorFlow is already imported."""
+    if "tensorflow" in sys.modules or os.environ.get("TF_CPP_MIN_LOG_LEVEL", "3") not in ("2", "3"):
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), 2)
+            import tensorflow  # noqa: F401
+    except ImportError:
+        pass  # the command that needs it reports it, on the restored stderr
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 def main(argv=None):
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     parser = build_parser()
@@ -418,6 +457,8 @@ def main(argv=None):
     if extra and args.command not in ("predict", "explain"):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     args.texts = extra  # predict and explain: the run's text inputs, read once the run is loaded
+    if args.command not in ("zoo",):
+        _quiet_tensorflow_import()
     try:
         status = args.func(args)
     except KeyboardInterrupt:

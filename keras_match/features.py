@@ -87,21 +87,34 @@ def _write_frequencies(document_frequencies, num_documents, path, num_tokens=Non
             f.write(f"{word}\t{int(count)}\n")
 
 
-def _read_header(path):
-    """`(N, total tokens or None)` from the first lines of a frequency file."""
+def _read_frequency_file(path):
+    """`(N, total tokens or None)` of a frequency file, whose every line is checked: TensorFlow's table reads it
+    later and would report a damaged line as a traceback.
+
+    Raises:
+        ValueError: a malformed header or line (names the file and line).
+    """
     with open(path, "r", encoding="utf-8", newline="\n") as f:
-        header = f.readline().rstrip("\n").split("\t")
-        second = f.readline().rstrip("\n").split("\t")
+        lines = f.read().split("\n")
+    if lines[-1] != "":
+        raise ValueError(f"{path}, line {len(lines)}: the file does not end with a line end (cut short?)")
+    header = lines[0].split("\t")
     if len(header) != 2 or header[0] != _DOCUMENTS_KEY or not header[1].isdigit() or int(header[1]) < 1:
         raise ValueError(
             f"{path}, line 1: expected the header '{_DOCUMENTS_KEY}<TAB><number of documents>', got {header!r}"
         )
-    num_tokens = None
+    num_documents, num_tokens, first = int(header[1]), None, 1
+    second = lines[1].split("\t") if len(lines) > 2 else [""]
     if second[0] == _TOKENS_KEY:
         if len(second) != 2 or not second[1].isdigit():
             raise ValueError(f"{path}, line 2: expected '{_TOKENS_KEY}<TAB><number of tokens>', got {second!r}")
-        num_tokens = int(second[1])
-    return int(header[1]), num_tokens
+        num_tokens, first = int(second[1]), 2
+    for number, line in enumerate(lines[first:-1], start=first + 1):
+        word, sep, count = line.rpartition("\t")
+        if not sep or not word or not count.isdigit() or not 1 <= int(count) <= num_documents:
+            raise ValueError(f"{path}, line {number}: expected '<word><TAB><document frequency from 1 to "
+                             f"{num_documents}>', got {line!r}")
+    return num_documents, num_tokens
 
 
 class OverlapFeatures(tf.Module):
@@ -140,7 +153,7 @@ class OverlapFeatures(tf.Module):
     def __init__(self, path, lowercase: bool = True):
         super().__init__(name="overlap_features")
         self.path = os.path.abspath(os.fspath(path))
-        self.num_documents, self.num_tokens = _read_header(self.path)
+        self.num_documents, self.num_tokens = _read_frequency_file(self.path)
         self.lowercase = bool(lowercase)
         self.idf_table = tf.lookup.StaticHashTable(
             tf.lookup.TextFileInitializer(

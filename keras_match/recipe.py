@@ -27,7 +27,7 @@ import keras
 
 from keras_match import heads, losses, pipeline, tasks, text, zoo
 from keras_match import vectors as vectors_lib
-from keras_match.settings import Settings
+from keras_match.settings import SEED_MAX, Settings
 
 __all__ = ["Recipe", "load_training_data", "settings_for_task", "default_vectors_path"]
 
@@ -65,6 +65,26 @@ def load_training_data(data, data_dir=None, train_split=None):
                               f"the dev split of {dataset.name!r} has no question with a relevant answer: early "
                               "stopping on dev MAP needs some; check its labels")
     return dataset, task
+
+
+def check_batches(split, task, settings: Settings) -> None:
+    """A pairwise or listwise loss can make a batch of the ranking training split `split`.
+
+    Raises:
+        keras_match.datasets.DataFormatError: no training question has both a relevant and an irrelevant
+            candidate (pairwise) or a relevant one (listwise); names the split's file.
+    """
+    from keras_match.datasets.base import DataFormatError
+
+    mode = losses.mode_of(settings.training.loss)
+    if mode == "pointwise" or not isinstance(task, tasks.RankingTask):
+        return
+    pairwise = mode == "pairwise"
+    if not any(q.has_positive and (q.has_negative or not pairwise) for q in split):
+        need = "both a relevant and an irrelevant candidate" if pairwise else "a relevant candidate"
+        raise DataFormatError(split.source or split.name, None,
+                              f"no training question has {need}, so loss={settings.training.loss} ({mode}) "
+                              "cannot make a batch; check the labels or train with loss=pointwise")
 
 
 def settings_for_task(settings: Settings, task) -> Settings:
@@ -111,7 +131,8 @@ class Recipe:
     @classmethod
     def prepare(cls, name, data="trecqa-clean", *, data_dir=None, train_split=None, embeddings="default",
                 seed=1234, max_train_questions=None, **overrides) -> Recipe:
-        """Checks the settings, then reads the dataset and the vectors.
+        """Checks the arguments and settings, reads the vectors, then the dataset (fetched on first use), and checks
+        that the loss can make batches of its training split.
 
         Args:
             name: the zoo entry.
@@ -120,26 +141,32 @@ class Recipe:
             train_split: TrecQA's training set, `"train-all"` or `"train"`.
             embeddings: the pretrained vectors (`keras_match.vectors.load_vectors`), `"default"`
                 (`default_vectors_path`) or None (trained random embeddings).
-            seed: int.
+            seed: an integer from 0 to 2**32 - 1.
             max_train_questions: train on the first N training questions (pairs, for classification) only.
             **overrides: settings by name.
 
         Raises:
-            ValueError: unknown entry, setting or dataset, a value that breaks its rule (before any data is
-                read), a dataset without train or dev, a loss the task cannot train with.
+            ValueError: unknown entry, setting or dataset, a value that breaks its rule, a seed out of range (all
+                before any file is read), a dataset without train or dev, a loss the task cannot train with.
+            keras_match.datasets.DataFormatError: a malformed vector or data file; a ranking training split on
+                which the loss cannot make a batch (pairwise: no question with a relevant and an irrelevant
+                candidate; listwise: none with a relevant one).
         """
         if max_train_questions is not None and (isinstance(max_train_questions, bool) or
                                                 not isinstance(max_train_questions, int) or max_train_questions < 1):
             raise ValueError(f"max_train_questions must be None or an integer >= 1, got {max_train_questions!r}")
-        zoo.resolve(name, **overrides)  # every setting is checked before the data is read
-        dataset, task = load_training_data(data, data_dir=data_dir, train_split=train_split)
-        settings = settings_for_task(zoo.resolve(name, **overrides), task)
+        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= SEED_MAX:
+            raise ValueError(f"seed must be an integer from 0 to {SEED_MAX}, got {seed!r}")
+        zoo.resolve(name, **overrides)  # every setting is checked before any file is read or fetched
         if embeddings == "default":
             embeddings = default_vectors_path(data_dir)
         vectors = vectors_lib.load_vectors(embeddings) if embeddings else None
+        dataset, task = load_training_data(data, data_dir=data_dir, train_split=train_split)
+        settings = settings_for_task(zoo.resolve(name, **overrides), task)
         split = dataset["train"]
         if max_train_questions:
             split = split.head(max_train_questions)
+        check_batches(split, task, settings)
         return cls(settings=settings, overrides=dict(overrides), dataset=dataset, task=task, vectors=vectors,
                    train_split=split, train_examples=task.examples(split), dev_examples=task.examples(dataset["dev"]),
                    seed=seed)

@@ -9,6 +9,8 @@ RUN_DIR/
                        assets (document_frequencies.tsv with pair features)
   model.keras          the trained model (best dev figure)
   metrics.json         dev and test figures, the epoch history, wall time
+  files.sha256         the sha256 of every file above, as the run wrote it (`sha256sum` format): checked
+                       whenever the run is loaded or resumed, so a damaged or cut file is named, never used
   logs/                TensorBoard logs
   checkpoints/         an interrupted run's last complete epoch: state.json naming its weight files
                        (keras_match.callbacks; removed when the run completes)
@@ -40,7 +42,7 @@ from keras_match.preprocessors.base import CONFIG_FILE as PREPROCESSOR_FILE
 from keras_match.storage import DamagedRunError, read_json  # noqa: F401  (part of this module's interface)
 
 __all__ = ["RunFiles", "Run", "load_run", "write_json", "save_model", "read_json", "read_config", "check_resume",
-           "locked", "DamagedRunError", "RunInUseError", "ChangedInputError"]
+           "locked", "record_digests", "check_digests", "DamagedRunError", "RunInUseError", "ChangedInputError"]
 
 CONFIG_FORMAT = 2
 """The layout of `config.json` written today (1: the first layout, read by `read_config`)."""
@@ -56,6 +58,7 @@ class RunFiles:
     preprocessor = property(lambda self: self.root / PREPROCESSOR_FILE)
     model = property(lambda self: self.root / "model.keras")
     metrics = property(lambda self: self.root / "metrics.json")
+    digests = property(lambda self: self.root / DIGESTS_FILE)
     logs = property(lambda self: self.root / "logs")
     checkpoints = property(lambda self: self.root / "checkpoints")
 
@@ -86,6 +89,63 @@ def _json_default(obj):
     if isinstance(obj, pathlib.Path):
         return str(obj)
     raise TypeError(f"not JSON serialisable: {type(obj)}")
+
+
+DIGESTS_FILE = "files.sha256"
+"""The run's record of the sha256 of each file it wrote (`record_digests`, `check_digests`)."""
+
+_RESTORE = "restore the file or retrain the run"
+
+
+def _run_file_names(root: pathlib.Path) -> list[str]:
+    """The run's own files at its top level: not the lock, the digests, or a write in progress."""
+    return sorted(p.name for p in root.iterdir() if p.is_file() and p.name not in (DIGESTS_FILE, ".lock")
+                  and not p.name.startswith(".staged-"))
+
+
+def read_digests(root) -> dict[str, str]:
+    """`{file name: sha256}` of a run's `files.sha256` (empty for a run written before it existed).
+
+    Raises:
+        DamagedRunError: the file is malformed (names it and the line).
+    """
+    path = pathlib.Path(root) / DIGESTS_FILE
+    if not path.exists():
+        return {}
+    digests = {}
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        digest, sep, name = line.partition("  ")
+        if not sep or len(digest) != 64 or not all(c in "0123456789abcdef" for c in digest) or not name:
+            raise DamagedRunError(f"{path}, line {number}: expected '<sha256>  <file name>'; {_RESTORE}")
+        digests[name] = digest
+    return digests
+
+
+def record_digests(root) -> None:
+    """Write `files.sha256` with the sha256 of every file of the run as it is now (atomically)."""
+    from keras_match.datasets.download import sha256_of
+
+    root = pathlib.Path(root)
+    lines = [f"{sha256_of(root / name)}  {name}\n" for name in _run_file_names(root)]
+    storage.write_text(root / DIGESTS_FILE, "".join(lines))
+
+
+def check_digests(root) -> None:
+    """Every file `files.sha256` lists is present with that sha256 (nothing to check for an older run).
+
+    Raises:
+        DamagedRunError: a listed file is missing or differs (cut short, edited); the message names it.
+    """
+    from keras_match.datasets.download import sha256_of
+
+    root = pathlib.Path(root)
+    for name, digest in read_digests(root).items():
+        path = root / name
+        if not path.is_file():
+            raise DamagedRunError(f"{path} is missing (the run wrote it; {DIGESTS_FILE} lists it); {_RESTORE}")
+        if sha256_of(path) != digest:
+            raise DamagedRunError(f"{path} is damaged: its sha256 is not the one the run wrote ({DIGESTS_FILE}); "
+                                  f"{_RESTORE}")
 
 
 RESUME_KEYS = ("zoo", "settings", "dataset", "task", "train_split", "seed", "max_train_questions", "embeddings",
@@ -373,20 +433,27 @@ def load_run(run_dir) -> Run:
     Raises:
         FileNotFoundError: the folder has no trained model or misses a file of its preprocessor (the message
             names the file).
+        DamagedRunError: a file differs from what the run wrote (`files.sha256`), or does not parse.
     """
     files = RunFiles(pathlib.Path(run_dir))
     for path in (files.config, files.model):
         if not path.exists():
             raise FileNotFoundError(f"{path} not found: {run_dir} is not a finished keras-match run")
+    check_digests(files.root)
     from keras_match import zoo
 
     zoo.families()  # every family's layers are registered for deserialisation
     config = read_config(files.config)
-    if files.preprocessor.exists():
-        preprocessor = preprocessors.Preprocessor.load(files.root)
-    else:  # a run written before preprocessor.json existed
-        family = zoo.families().get(config.get("family")) or zoo.family_of(config["zoo"])
-        preprocessor = family.preprocessor_class().from_legacy_config(files.root, config["settings"])
+    try:
+        if files.preprocessor.exists():
+            preprocessor = preprocessors.Preprocessor.load(files.root)
+        else:  # a run written before preprocessor.json existed
+            family = zoo.families().get(config.get("family")) or zoo.family_of(config["zoo"])
+            preprocessor = family.preprocessor_class().from_legacy_config(files.root, config["settings"])
+    except (FileNotFoundError, DamagedRunError):
+        raise
+    except ValueError as error:  # a preprocessor file that does not parse (names the file and line)
+        raise DamagedRunError(f"{error}; {_RESTORE}") from None
     try:
         model = keras.models.load_model(files.model)
     except Exception as error:  # Keras reports a truncated zip as "File not found" or a BadZipFile

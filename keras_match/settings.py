@@ -25,6 +25,10 @@ __all__ = ["Rule", "TrainingSettings", "PreprocessingSettings", "Settings", "che
            "is_number"]
 
 
+SEED_MAX = 2**32 - 1
+"""The largest seed Keras and NumPy accept (a seed is an integer from 0 to this)."""
+
+
 def is_int(value) -> bool:
     """An int that is not a bool."""
     return isinstance(value, int) and not isinstance(value, bool)
@@ -33,6 +37,19 @@ def is_int(value) -> bool:
 def is_number(value) -> bool:
     """A finite int or float that is not a bool (an integer is a valid number: `learning_rate=1`)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _is_optimizer(value) -> bool:
+    """A name `keras.optimizers.get` knows."""
+    if not isinstance(value, str) or not value:
+        return False
+    import keras
+
+    try:
+        keras.optimizers.get(value)
+    except ValueError:
+        return False
+    return True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,7 +151,7 @@ class TrainingSettings(_Section):
         "epochs": POSITIVE_INT,
         "patience": NON_NEGATIVE_INT,
         "lr_decay": Rule(lambda v: v is None or (is_number(v) and 0 < v <= 1), "null or a number in (0, 1]"),
-        "optimizer": Rule(lambda v: isinstance(v, str) and bool(v), "a Keras optimizer name"),
+        "optimizer": Rule(lambda v: _is_optimizer(v), "a Keras optimizer name (adam, rmsprop, sgd, adagrad, ...)"),
         "bucketing": Rule(lambda v: isinstance(v, bool), "true or false"),
     }
 

@@ -17,7 +17,7 @@ import os
 import pathlib
 
 __all__ = ["WriteError", "DamagedRunError", "atomic_write", "staged_path", "write_text", "read_json",
-           "describe_os_error", "remedy", "writing"]
+           "describe_os_error", "remedy", "writing", "check_writable_folder"]
 
 
 class WriteError(OSError):
@@ -90,6 +90,32 @@ def writing(target, also=()):
         raise
     except (OSError, *also) as error:
         raise WriteError(f"cannot write {target}: {describe_os_error(error)}; {remedy(error)}") from None
+
+
+def check_writable_folder(path, option: str) -> pathlib.Path:
+    """Make sure `path` is a folder this process can write (made if missing; a probe file is written and removed),
+    before a command does any work for it.
+
+    Args:
+        path: the folder.
+        option: the command-line option that named it, for the message (`"--dir"`).
+
+    Returns:
+        `path` as a `pathlib.Path`.
+
+    Raises:
+        ValueError: `path` is an existing file, not a folder (a usage error).
+        WriteError: the folder cannot be made or written (read-only file system, no permission, full disk).
+    """
+    path = pathlib.Path(path)
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"{option} {path} is a file, not a folder: give a folder (new or holding earlier results)")
+    probe = path / f".write-probe-{os.getpid()}"
+    with writing(path):
+        path.mkdir(parents=True, exist_ok=True)
+        probe.write_bytes(b"")
+        probe.unlink()
+    return path
 
 
 def staged_path(path) -> pathlib.Path:

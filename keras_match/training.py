@@ -65,6 +65,7 @@ def _data_files(dataset):
 
 def _make_preprocessor(files, resuming, recipe):
     if resuming and files.preprocessor.exists():
+        runs.check_digests(files.root)  # the files the interrupted run wrote, as it wrote them
         return preprocessors.Preprocessor.load(files.root)
     preprocessor = recipe.preprocessor()
     preprocessor.save(files.root)
@@ -187,6 +188,7 @@ def train(
         # 3. the preprocessor, the model
         preprocessor = _make_preprocessor(files, resuming, recipe)
         runs.write_json(files.config, config)
+        runs.record_digests(files.root)
         with distribution.scope(strategy):
             model, coverage = recipe.model(preprocessor)
             fit_model = recipe.compile(model)
@@ -259,5 +261,6 @@ def train(
                                        if trained_here > 0 and fit_seconds > 0 else None)
         runs.save_model(model, files.model)
         runs.write_json(files.metrics, report)
+        runs.record_digests(files.root)
         shutil.rmtree(files.checkpoints, ignore_errors=True)
         return report

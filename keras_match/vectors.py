@@ -22,9 +22,11 @@ import gzip
 import importlib.util
 import os
 import pathlib
+import zlib
 
 import numpy as np
 
+from keras_match.datasets.base import DataFormatError
 from keras_match.datasets.download import sha256_of
 
 __all__ = ["WordVectors", "load_vectors", "default_vectors", "package_folder", "GLOVE_6B_50D", "ENV_VAR"]
@@ -134,9 +136,11 @@ def load_vectors(source, dim=None) -> WordVectors:
     Raises:
         FileNotFoundError: the file or folder does not exist; `"glove-6b-50d"` without the package installed
             (the message says how to install it).
-        ValueError: a text line has another number of values than the first, a value is not a number, the file
-            has no vectors, `dim` differs from the source's, a package file fails its sha256 check, or the word
-            index and the matrix disagree in length. Messages name the file (and line).
+        keras_match.datasets.DataFormatError (a ValueError): a text line has another number of values than the
+            first, a value is not a finite number (nan, inf), the gzip data is truncated, the file has no vectors,
+            or a matrix row is not finite; the message names the file and line (row).
+        ValueError: `dim` differs from the source's, a package file fails its sha256 check, or the word index
+            and the matrix disagree in length. Messages name the file.
     """
     if isinstance(source, WordVectors):
         vectors = source
@@ -172,32 +176,42 @@ def _read_text(path: str, stamp) -> WordVectors:
         opener = gzip.open if f.read(2) == b"\x1f\x8b" else open
     words, rows = [], []
     file_dim = None
-    with opener(path, "rb") as f:
-        for lineno, raw in enumerate(f, start=1):
-            raw = raw.rstrip()
-            if not raw:
-                continue
-            fields = raw.split()
-            if file_dim is None:
-                if len(fields) == 2 and fields[0].isdigit() and fields[1].isdigit():
-                    file_dim = int(fields[1])  # word2vec text header "<count> <dim>"
+    lineno = 0
+    try:
+        with opener(path, "rb") as f:
+            for lineno, raw in enumerate(f, start=1):
+                raw = raw.rstrip()
+                if not raw:
                     continue
-                file_dim = len(fields) - 1
-                if file_dim < 1:
-                    raise ValueError(f"{path}, line {lineno}: a word without values")
-            if len(fields) != file_dim + 1:
-                raise ValueError(f"{path}, line {lineno}: expected a word and {file_dim} values, "
-                                 f"found {len(fields) - 1} values")
-            try:
-                rows.append(np.array(fields[1:], dtype=np.float32))
-            except ValueError:
-                raise ValueError(f"{path}, line {lineno}: a value of {fields[0]!r} is not a number") from None
-            try:
-                words.append(fields[0].decode("utf-8"))
-            except UnicodeDecodeError:
-                raise ValueError(f"{path}, line {lineno}: the word is not UTF-8") from None
+                fields = raw.split()
+                if file_dim is None:
+                    if len(fields) == 2 and fields[0].isdigit() and fields[1].isdigit():
+                        file_dim = int(fields[1])  # word2vec text header "<count> <dim>"
+                        continue
+                    file_dim = len(fields) - 1
+                    if file_dim < 1:
+                        raise DataFormatError(path, lineno, "a word without values")
+                if len(fields) != file_dim + 1:
+                    raise DataFormatError(path, lineno, f"expected a word and {file_dim} values, found "
+                                          f"{len(fields) - 1} values")
+                try:
+                    row = np.array(fields[1:], dtype=np.float32)
+                except ValueError:
+                    raise DataFormatError(path, lineno, f"a value of {fields[0]!r} is not a number") from None
+                if not np.isfinite(row).all():
+                    word = fields[0].decode("utf-8", "replace")
+                    raise DataFormatError(path, lineno, f"the vector of {word!r} holds a value that is not a finite "
+                                          "number (nan or inf, or beyond float32)")
+                rows.append(row)
+                try:
+                    words.append(fields[0].decode("utf-8"))
+                except UnicodeDecodeError:
+                    raise DataFormatError(path, lineno, "the word is not UTF-8") from None
+    except (EOFError, gzip.BadGzipFile, zlib.error) as error:
+        raise DataFormatError(path, lineno + 1, f"the gzip data is truncated or corrupt ({error}): the file is "
+                              "damaged; download it again") from None
     if not rows:
-        raise ValueError(f"{path}: no vectors in the file")
+        raise DataFormatError(path, None, "no vectors in the file")
     return WordVectors(words, np.stack(rows), path, sha256_of(path))
 
 
@@ -215,6 +229,9 @@ def _read_folder(folder: str, stamp, checksums=()) -> WordVectors:
         raise ValueError(f"{root}: a vector folder holds one .npy matrix and one .parquet word index, found "
                          f"{len(matrices)} and {len(indexes)}")
     matrix = np.load(matrices[0], allow_pickle=False)
+    if matrix.ndim == 2 and not np.isfinite(matrix).all():
+        row = int(np.argwhere(~np.isfinite(matrix))[0][0])
+        raise DataFormatError(matrices[0], None, f"row {row} holds a value that is not a finite number (nan or inf)")
     if matrix.ndim != 2:
         raise ValueError(f"{matrices[0]}: expected a [words, dim] matrix, found shape {matrix.shape}")
     try:

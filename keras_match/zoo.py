@@ -55,6 +55,12 @@ PRESET_PACKAGE = "keras_match.zoo_presets"
 SECTIONS = ("model", "training", "preprocessing")
 _MERGED = SECTIONS + ("notes",)
 
+def _heads():
+    from keras_match import heads
+
+    return heads
+
+
 COMMON_MODEL_RULES = {
     "dropout": RATE,
     "embedding_dropout": OPTIONAL_RATE,
@@ -62,6 +68,8 @@ COMMON_MODEL_RULES = {
     "embedding_dim": POSITIVE_INT,
     "projection_dim": OPTIONAL_POSITIVE_INT,
     "trainable_embeddings": Rule(lambda v: isinstance(v, bool), "true or false"),
+    "head": Rule(lambda v: v in _heads().HEADS, "one of the heads softmax, score, classification "
+                 "(keras_match.heads)"),
 }
 """Rules of model settings that several families share; a family's own `rules` add to (and win over) these."""
 
@@ -334,9 +342,9 @@ def optimizer(settings: Settings):
     return keras.optimizers.get(
         {
             "class_name": training.optimizer,
-            "config": {
-                "learning_rate": training.learning_rate,
-                **({"clipnorm": training.clipnorm} if training.clipnorm else {}),
+            "config": {  # Keras refuses an int learning rate; 1 is as valid a number as 1.0
+                "learning_rate": float(training.learning_rate),
+                **({"clipnorm": float(training.clipnorm)} if training.clipnorm else {}),
             },
         }
     )

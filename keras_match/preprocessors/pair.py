@@ -393,16 +393,25 @@ class PairPreprocessor(Preprocessor):
                                         f"{'vocabulary' if name == VOCABULARY_FILE else 'document frequencies'} "
                                         "must be saved with it")
         copies = {}
-        for name in needed:
-            private = tempfile.mkdtemp(prefix="keras_match_preprocessor_")
-            shutil.copyfile(directory / name, os.path.join(private, name))
-            copies[name] = private
-        self.set_vocabulary(os.path.join(copies[VOCABULARY_FILE], VOCABULARY_FILE))
-        # each copy must outlive the table that reads it (an export copies the file): removed with that table
-        weakref.finalize(self.encoder.table, shutil.rmtree, copies[VOCABULARY_FILE], ignore_errors=True)
-        if self.num_features:
-            self.set_document_frequencies(os.path.join(copies[FREQUENCIES_FILE], FREQUENCIES_FILE))
-            weakref.finalize(self.overlap.idf_table, shutil.rmtree, copies[FREQUENCIES_FILE], ignore_errors=True)
+        try:
+            for name in needed:
+                copies[name] = tempfile.mkdtemp(prefix="keras_match_preprocessor_")
+                shutil.copyfile(directory / name, os.path.join(copies[name], name))
+            self.set_vocabulary(os.path.join(copies[VOCABULARY_FILE], VOCABULARY_FILE))
+            # each copy must outlive the table that reads it (an export copies the file): removed with that table
+            weakref.finalize(self.encoder.table, shutil.rmtree, copies.pop(VOCABULARY_FILE), ignore_errors=True)
+            if self.num_features:
+                self.set_document_frequencies(os.path.join(copies[FREQUENCIES_FILE], FREQUENCIES_FILE))
+                weakref.finalize(self.overlap.idf_table, shutil.rmtree, copies.pop(FREQUENCIES_FILE),
+                                 ignore_errors=True)
+        except ValueError as error:  # name the file of `dir_path`, not its private copy
+            message = str(error)
+            for name, private in copies.items():
+                message = message.replace(os.path.join(private, name), str(directory / name))
+            raise ValueError(message) from None
+        finally:  # the copies no table owns: a file failed to copy or to load
+            for private in copies.values():
+                shutil.rmtree(private, ignore_errors=True)
 
 
 from keras_match import preprocessors  # noqa: E402  (registers it once the class exists)
