@@ -192,12 +192,13 @@ def _read_original(root: Path, entry: sources.Original) -> bytes:
 def build(name: str, data_dir=None, *, log=print) -> list[Path]:
     """Build a dataset's derived files from its originals (which must be present and intact).
 
-    Each built file's sha256 is checked against the pinned one before it is written (atomically).
+    Every built file's sha256 is checked against the pinned one before any is written (each atomically).
 
     Returns:
         The paths written (empty for a dataset without derived files).
 
     Raises:
+        MissingDataError: an original is missing or damaged.
         ChecksumError: a built file differs from the pinned one (names the file; nothing of it is written).
         keras_match.datasets.base.DataFormatError: an original is malformed (the builder names file and line).
     """
@@ -208,16 +209,21 @@ def build(name: str, data_dir=None, *, log=print) -> list[Path]:
     module, function = source.builder.split(":")
     builder = getattr(importlib.import_module(module), function)
     originals = {entry.path: entry for entry in source.originals}
+    for entry in source.originals:
+        if file_state(root, entry)[0] != OK:
+            raise MissingDataError(f"{name}: the original {entry.path} is missing or damaged in {root}; fetch it "
+                                   f"with `{fetch_command(name, root)}`", root / entry.path)
     built = builder(lambda path: _read_original(root, originals[path]))
-    written = []
-    for entry in source.derived:
-        data = built[entry.path]
-        actual = hashlib.sha256(data).hexdigest()
+    for entry in source.derived:  # every file is checked before any is written
+        actual = hashlib.sha256(built[entry.path]).hexdigest()
         if actual != entry.sha256:
             raise ChecksumError(entry.path, entry.sha256, actual,
                                 f"{name}: the built {entry.path} differs from the pinned file (sha256 "
                                 f"{actual[:12]}..., expected {entry.sha256[:12]}...); nothing was written; please "
                                 "report this")
+    written = []
+    for entry in source.derived:
+        data = built[entry.path]
         destination = root / entry.path
         destination.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=destination.parent, prefix=f".{destination.name}.", suffix=".part")

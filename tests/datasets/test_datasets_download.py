@@ -3,6 +3,7 @@ on 127.0.0.1 laid out as GitHub's raw files (`OWNER/REPO/COMMIT/PATH`), made fro
 the data folder gzip'd an original). No other host is contacted."""
 
 import hashlib
+import importlib
 import pathlib
 import re
 import shutil
@@ -13,6 +14,8 @@ import pytest
 from keras_match import cli, datasets
 from keras_match.datasets import ChecksumError, MissingDataError, sources
 from keras_match.datasets.download import OK, check_intact, sha256_of, verify
+
+dl = importlib.import_module("keras_match.datasets.download")  # the module (datasets.download is the function)
 
 
 @pytest.fixture(autouse=True)
@@ -288,3 +291,30 @@ def test_holdout_chooses_on_the_same_train_part2_questions_with_or_without_the_2
     assert both["train"].questions[:303] == alone["train"].questions
     assert {q.qid for q in both["train"]}.isdisjoint(q.qid for q in both["dev"])
     assert both["test"].counts() == alone["test"].counts() and both["test"].num_questions == 244
+
+
+def test_a_build_that_gives_other_bytes_names_the_file_and_writes_nothing(built, tmp_path, monkeypatch):
+    from keras_match.datasets.builders import semeval as semeval_builder
+
+    root = tmp_path / "data"
+    for entry in sources.source("semeval2016").originals:  # the intact originals, nothing built yet
+        (root / entry.path).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(built[0] / entry.path, root / entry.path)
+    real = semeval_builder.build
+
+    def variant(read):
+        files = real(read)
+        files["semeval2016_task3_cqa/subtaskA/dev.tsv"] += b"an extra line\n"
+        return files
+
+    monkeypatch.setattr(semeval_builder, "build", variant)
+    with pytest.raises(ChecksumError) as info:
+        datasets.download("semeval2016", root)
+    assert str(info.value).startswith("semeval2016: the built semeval2016_task3_cqa/subtaskA/dev.tsv differs from "
+                                      "the pinned file")
+    assert not (root / "semeval2016_task3_cqa/subtaskA").exists()  # not even the files that were right
+    (root / sources.source("semeval2016").originals[0].path).unlink()
+    with pytest.raises(MissingDataError, match="the original semeval2016_task3_cqa/xml/SemEval2016-Task3-CQA-QL-"
+                                               "train-part2.xml is missing or damaged"):
+        dl.build("semeval2016", root)
+
