@@ -13,7 +13,6 @@ import argparse
 import json
 import os
 import pathlib
-import platform
 import subprocess
 import sys
 import tempfile
@@ -69,11 +68,12 @@ def main(argv=None):
 
     import github_mirror
 
+    from keras_match import provenance
     from keras_match.datasets import sources
 
+    started = time.time()
     names = args.datasets or list(sources.SOURCES)
-    result = {"command": " ".join(["python", "benchmarks/fresh_machine.py", *(argv or sys.argv[1:])]),
-              "python": platform.python_version(), "cpus": os.cpu_count(), "datasets": {}}
+    result = {"datasets": {}}
     with tempfile.TemporaryDirectory() as home, github_mirror.serve(args.data_dir) as (url, handler):
         cache = pathlib.Path(home) / "cache"
         env = {key: value for key, value in os.environ.items() if key != "KERAS_MATCH_DATA"}
@@ -102,6 +102,9 @@ def main(argv=None):
             seconds, out = keras_match([*MAIN_JOB, "--run-dir", str(pathlib.Path(home) / "run")], env, home)
             result["main_job"] = {"command": "keras-match " + " ".join(MAIN_JOB), "seconds": seconds,
                                   "output": out.strip().splitlines()[-3:]}
+    result["provenance"] = provenance.collect(
+        started, command=provenance.command_line(["benchmarks/fresh_machine.py", *(argv or sys.argv[1:])]),
+        served_from=str(args.data_dir))
     text = json.dumps(result, indent=2)
     print(text)
     if args.out:

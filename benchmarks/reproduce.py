@@ -42,6 +42,7 @@ import os
 import pathlib
 import statistics
 import sys
+import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # benchmarks/transfer.py, also when imported
@@ -70,9 +71,11 @@ def main(argv=None):
                         help="a name for these settings in the results table (benchmarks/summarize.py)")
     args = parser.parse_args(argv)
 
-    from keras_match import tasks, zoo
+    from keras_match import provenance, tasks, zoo
     from keras_match.datasets.catalog import load_by_name
     from keras_match.training import train
+
+    started = time.time()
 
     try:
         overrides, epochs = settings(args)
@@ -110,6 +113,7 @@ def main(argv=None):
                     "train_pairs_per_s": report.get("train_pairs_per_s"),
                     "dev": {k: report["dev"][k] for k in figures},
                     "test": {k: report["test"][k] for k in figures} if "test" in report else None,
+                    "provenance": report.get("provenance"),  # the run's own (None for a run from before it)
                 }
             )
             if transfer_sets:
@@ -137,6 +141,7 @@ def main(argv=None):
             "runs": runs,
             "summary": summary,
             "reported": zoo.describe(name).get("reported"),
+            "provenance": provenance.collect(started),
         }
         if transfer_sets:
             results[name]["bm25"] = bm25_references(dataset, transfer_sets)

@@ -457,6 +457,9 @@ def main(argv=None):
     if extra and args.command not in ("predict", "explain"):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     args.texts = extra  # predict and explain: the run's text inputs, read once the run is loaded
+    from keras_match import provenance
+
+    provenance.set_command(sys.argv[1:] if argv is None else argv)
     if args.command not in ("zoo",):
         _quiet_tensorflow_import()
     try:

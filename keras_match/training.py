@@ -31,7 +31,7 @@ import time
 
 import keras
 
-from keras_match import distribution, preprocessors, runs
+from keras_match import distribution, preprocessors, provenance, runs
 from keras_match.callbacks import DevEvaluationCallback
 from keras_match.datasets.download import sha256_of
 from keras_match.recipe import Recipe
@@ -152,7 +152,9 @@ def train(
         dict with `dev` and `test` figures (ranking: `map`, `mrr`, `p@1`, `num_questions`, `num_skipped`;
         classification: `accuracy`, `macro_f1`, `per_class`, `num_pairs`), `summary` (one printable line per
         split), `task`, `loss_mode`, `best_epoch`, `epochs_run`, `wall_time_s`, `train_pairs_per_s`,
-        `run_dir` and `embeddings` coverage; the same is written to `RUN_DIR/metrics.json`.
+        `run_dir`, `embeddings` coverage and `provenance` (`keras_match.provenance`: the command, code version,
+        package versions, machine, start / end time, seed, settings, data files and vectors with their sha256);
+        the same is written to `RUN_DIR/metrics.json`.
 
     Raises:
         FileExistsError: `run_dir` holds a finished run.
@@ -256,6 +258,11 @@ def train(
                 report[split_name] = recipe.evaluator(model, preprocessor, examples, inputs)()
                 report["summary"][split_name] = task.summary(report[split_name])
         report["wall_time_s"] = round(time.time() - start, 1)
+        report["provenance"] = provenance.collect(
+            start, seed=seed, settings=config["settings"], dataset=spec, train_split=train_split,
+            max_train_questions=max_train_questions, data_files=config["data_files"],
+            embeddings={"path": config["embeddings"], "sha256": config["embeddings_sha256"]},
+            resumed_after_epoch=first_epoch or None)
         trained_here = epochs_run - first_epoch  # a resumed run: the epochs of this process only
         report["train_pairs_per_s"] = (round(len(recipe.train_examples) * trained_here / fit_seconds, 1)
                                        if trained_here > 0 and fit_seconds > 0 else None)

@@ -1,0 +1,38 @@
+"""A run's `metrics.json` says what made it (`keras_match.provenance`)."""
+
+import json
+import subprocess
+
+import pytest
+
+from keras_match import provenance
+
+
+def test_a_finished_run_records_its_provenance(trained_run, data_dir):
+    report = json.loads((trained_run / "metrics.json").read_text())
+    found = provenance.check(report, trained_run / "metrics.json")
+    config = json.loads((trained_run / "config.json").read_text())
+    assert found["command"].startswith("keras-match train mcan_fm --dataset trecqa-clean --data-dir ")
+    assert found["seed"] == config["seed"] == 1234 and found["settings"] == config["settings"]
+    assert found["data_files"] == config["data_files"] and found["data_files"]  # every file with its sha256
+    assert found["embeddings"] == {"path": config["embeddings"], "sha256": config["embeddings_sha256"]}
+    assert found["versions"]["tensorflow"].startswith("2.") and found["versions"]["keras"].startswith("3.")
+    assert found["machine"]["cores"] >= 1 and found["machine"]["threads"] >= 1
+    assert found["started"] <= found["finished"]
+    head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                          cwd=provenance._ROOT).stdout.strip()
+    assert found["code"]["commit"] == (head or None) and found["code"]["keras_match"] == "0.1.0"
+
+
+@pytest.mark.parametrize("result,missing", [({}, "no provenance"), ({"provenance": {"command": "x"}}, "without")])
+def test_a_result_without_provenance_is_refused(result, missing):
+    with pytest.raises(ValueError, match=missing) as info:
+        provenance.check(result, "results/old.json")
+    assert str(info.value).startswith("results/old.json: ")
+
+
+def test_command_line_as_typed():
+    assert provenance.command_line(["/venv/bin/keras-match", "train", "mcan_fm", "--set", "head=score"]) == (
+        "keras-match train mcan_fm --set head=score")
+    assert provenance.command_line(["benchmarks/reproduce.py", "ctrn", "--seeds", "1", "2"]) == (
+        "python benchmarks/reproduce.py ctrn --seeds 1 2")
