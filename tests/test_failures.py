@@ -119,10 +119,16 @@ def _truncate(path, keep=0.5):
     ("vocabulary.txt", r"vocabulary\.txt gives \d+ token ids but the model's embedding has \d+ rows"),
 ])
 def test_a_damaged_run_file_is_named_and_fails_with_status_1(trained_run, tmp_path, capsys, name, message):
+    """A run records its files' sha256 (`files.sha256`): the cut file is named as damaged before it is read. A run
+    written before that record existed (removed here) gets the file's own check, with its own message."""
     import re
 
     copy = _copy_run(trained_run, tmp_path)
     _truncate(copy / name)
+    assert cli.main(["predict", str(copy), "--question", "who ?", "--answer", "me ."]) == 1
+    line = _one_line(capsys)
+    assert f"{copy / name} is damaged: its sha256 is not the one the run wrote (files.sha256)" in line
+    (copy / "files.sha256").unlink()
     assert cli.main(["predict", str(copy), "--question", "who ?", "--answer", "me ."]) == 1
     line = _one_line(capsys)
     assert re.search(message, line) and str(copy / name) in line
