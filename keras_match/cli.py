@@ -501,7 +501,7 @@ def _one_line(error):
     from keras_match import storage
     from keras_match.datasets.download import DataError
 
-    if isinstance(error, DataError):  # its message names the dataset, the file and the command that fixes it
+    if isinstance(error, (DataError, storage.DamagedRunError)):  # names the file and what to do
         return " ".join(str(error).split())
     if isinstance(error, OSError) and not isinstance(error, storage.WriteError) and error.filename:
         return f"cannot use {error.filename}: {storage.describe_os_error(error)}; {storage.remedy(error)}"

@@ -134,7 +134,9 @@ def check_digests(root) -> None:
     """Every file `files.sha256` lists is present with that sha256 (nothing to check for an older run).
 
     Raises:
-        DamagedRunError: a listed file is missing or differs (cut short, edited); the message names it.
+        DamagedRunError: a listed file differs (cut short, edited); the message names it.
+        keras_match.storage.MissingRunFileError: a listed file is missing (a `DamagedRunError` and a
+            `FileNotFoundError`).
     """
     from keras_match.datasets.download import sha256_of
 
@@ -142,7 +144,8 @@ def check_digests(root) -> None:
     for name, digest in read_digests(root).items():
         path = root / name
         if not path.is_file():
-            raise DamagedRunError(f"{path} is missing (the run wrote it; {DIGESTS_FILE} lists it); {_RESTORE}")
+            raise storage.MissingRunFileError(f"{path} is missing (the run wrote it; {DIGESTS_FILE} lists it); "
+                                              f"{_RESTORE}", path)
         if sha256_of(path) != digest:
             raise DamagedRunError(f"{path} is damaged: its sha256 is not the one the run wrote ({DIGESTS_FILE}); "
                                   f"{_RESTORE}")

@@ -40,16 +40,16 @@ def is_number(value) -> bool:
 
 
 def _is_optimizer(value) -> bool:
-    """A name `keras.optimizers.get` knows."""
+    """The name of a Keras optimizer class (`adam`, `RMSprop`, ...), as `keras.optimizers.get` takes it. Nothing is
+    created: an optimizer's variables would start TensorFlow's runtime, which a multi-worker strategy must come
+    before."""
     if not isinstance(value, str) or not value:
         return False
     import keras
 
-    try:
-        keras.optimizers.get(value)
-    except ValueError:
-        return False
-    return True
+    names = {name.lower() for name, obj in vars(keras.optimizers).items()
+             if isinstance(obj, type) and issubclass(obj, keras.optimizers.Optimizer)}
+    return value.lower() in names
 
 
 @dataclasses.dataclass(frozen=True)

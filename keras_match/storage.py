@@ -16,8 +16,8 @@ import json
 import os
 import pathlib
 
-__all__ = ["WriteError", "DamagedRunError", "atomic_write", "staged_path", "write_text", "read_json",
-           "describe_os_error", "remedy", "writing", "check_writable_folder"]
+__all__ = ["WriteError", "DamagedRunError", "MissingRunFileError", "atomic_write", "staged_path", "write_text",
+           "read_json", "describe_os_error", "remedy", "writing", "check_writable_folder"]
 
 
 class WriteError(OSError):
@@ -59,6 +59,19 @@ def remedy(error: BaseException) -> str:
 
 class DamagedRunError(ValueError):
     """A file of a run directory is damaged (truncated, not what it should hold); the message names it."""
+
+
+class MissingRunFileError(DamagedRunError, FileNotFoundError):
+    """A file the run wrote is gone: a damaged run, and a `FileNotFoundError` whose `filename` is the file."""
+
+    def __init__(self, message: str, path):
+        DamagedRunError.__init__(self, message)
+        self.filename = str(path)
+        self.errno = errno.ENOENT
+        self.strerror = message
+
+    def __str__(self):
+        return self.strerror
 
 
 def read_json(path, remedy="retrain the run or restore the file"):

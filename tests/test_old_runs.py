@@ -41,6 +41,7 @@ def old_run(trained_run, tmp_path):
     shutil.copytree(trained_run, old)
     config = json.loads((trained_run / "config.json").read_text())
     (old / "config.json").write_text(json.dumps(first_layout(config)))
+    (old / runs.DIGESTS_FILE).unlink()  # the first layout had no record of its files' sha256
     return old
 
 
