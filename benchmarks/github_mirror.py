@@ -13,17 +13,8 @@ The tests and `benchmarks/fresh_machine.py` use `serve()`; its handler's `faults
 
 import argparse
 import contextlib
-import gzip
 import http.server
 import threading
-
-
-def original_bytes(data_dir, entry):
-    """An original's bytes as at its origin, from the data folder (gunzipped where the data folder gzip'd it)."""
-    plain = data_dir / entry.path
-    if plain.is_file():
-        return plain.read_bytes()
-    return gzip.decompress((data_dir / f"{entry.path}.gz").read_bytes())
 
 
 class GitHubRaw(http.server.BaseHTTPRequestHandler):
@@ -62,6 +53,7 @@ def serve(data_dir, names=None, port=0):
     import pathlib
 
     from keras_match.datasets import sources
+    from keras_match.datasets.download import original_bytes
 
     data_dir = pathlib.Path(data_dir)
     handler = type("Handler", (GitHubRaw,), {"files": {}, "faults": {}, "requests": []})

@@ -182,8 +182,13 @@ def fetch(entry: sources.Original, root, staging: Path) -> Path:
     return destination
 
 
-def _read_original(root: Path, entry: sources.Original) -> bytes:
-    """The original's bytes, from its plain file or the data folder's `.gz` copy."""
+def original_bytes(root, entry: sources.Original) -> bytes:
+    """An original's bytes as at its origin, from its plain file in `root` or the data folder's `.gz` copy
+    (gunzipped).
+
+    Raises:
+        AttributeError: neither form is present (check `file_state` first).
+    """
     path, _ = locate_file(root, entry)
     data = path.read_bytes()
     return gzip.decompress(data) if path.name.endswith(".gz") and not entry.path.endswith(".gz") else data
@@ -213,7 +218,7 @@ def build(name: str, data_dir=None, *, log=print) -> list[Path]:
         if file_state(root, entry)[0] != OK:
             raise MissingDataError(f"{name}: the original {entry.path} is missing or damaged in {root}; fetch it "
                                    f"with `{fetch_command(name, root)}`", root / entry.path)
-    built = builder(lambda path: _read_original(root, originals[path]))
+    built = builder(lambda path: original_bytes(root, originals[path]))
     for entry in source.derived:  # every file is checked before any is written
         actual = hashlib.sha256(built[entry.path]).hexdigest()
         if actual != entry.sha256:

@@ -3,12 +3,12 @@ byte from the four original XML files of the data folder, the formatting rules o
 malformed originals rejected with the original's path and the line of the problem."""
 
 import collections
-import gzip
 import hashlib
 
 import pytest
 
 from keras_match.datasets.base import DataFormatError
+from keras_match.datasets.download import original_bytes
 from keras_match.datasets.builders import semeval as builder
 from keras_match.datasets.semeval import read_semeval_split
 from keras_match.datasets.sources import SOURCES
@@ -24,18 +24,10 @@ TEST_2015_XML = ("semeval2016_task3_cqa/xml/"
 OUT = "semeval2016_task3_cqa/subtaskA/"
 
 
-def read_original(data_dir, path):
-    """An original's plain bytes from the data folder: `path`, else `path + ".gz"` gunzipped."""
-    plain = data_dir / path
-    if plain.exists():
-        return plain.read_bytes()
-    return gzip.decompress((data_dir / (path + ".gz")).read_bytes())
-
-
 @pytest.fixture(scope="module")
 def originals(data_dir):
     """Every original of `SOURCES["semeval2016"]`, path -> plain bytes."""
-    return {path: read_original(data_dir, path) for path in ORIGINALS}
+    return {entry.path: original_bytes(data_dir, entry) for entry in SOURCE.originals}
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,7 @@ import hashlib
 import pytest
 
 from keras_match.datasets.base import DataFormatError
+from keras_match.datasets.download import original_bytes
 from keras_match.datasets.builders import trecqa
 from keras_match.datasets.reader import read_split
 from keras_match.datasets.sources import SOURCES
@@ -24,18 +25,10 @@ SIM_TXT = "trecqa/castorini_nce_train-all/sim.txt"
 A_TOKS = "trecqa/castorini_nce_train-all/a.toks"
 
 
-def read_original(data_dir, path):
-    """An original's bytes as `build` expects them: the data folder's file, or its gzip'd copy gunzipped."""
-    file = data_dir / path
-    if file.exists():
-        return file.read_bytes()
-    return gzip.decompress((data_dir / (path + ".gz")).read_bytes())
-
-
 @pytest.fixture(scope="module")
 def originals(data_dir):
     """`{Original.path: bytes}` of every TrecQA original."""
-    return {original.path: read_original(data_dir, original.path) for original in SOURCE.originals}
+    return {original.path: original_bytes(data_dir, original) for original in SOURCE.originals}
 
 
 @pytest.fixture(scope="module")
