@@ -206,6 +206,7 @@ def test_a_run_written_before_the_preprocessor_still_loads_and_scores(trained_ru
     old = tmp_path / "old"
     shutil.copytree(trained_run, old)
     (old / "preprocessor.json").unlink()
+    (old / runs.DIGESTS_FILE).unlink()  # nor files.sha256, which came later still
     run = runs.load_run(old)
     new = runs.load_run(trained_run)
     questions, answers = ["who wrote hamlet ?"] * 2, ["Shakespeare wrote Hamlet .", "the teapot dome scandal"]
