@@ -4,6 +4,9 @@ import pathlib
 import pytest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+# Tests never reach the internet: a benchmark missing from the user cache would be fetched from GitHub; here any
+# such fetch goes to a closed local port and fails (tests that fetch serve the originals on 127.0.0.1 themselves).
+os.environ["KERAS_MATCH_GITHUB_URL"] = "http://127.0.0.1:9/tests-never-reach-github"
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 
