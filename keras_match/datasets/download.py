@@ -99,12 +99,25 @@ def locate_file(root, entry: sources.DataFile) -> tuple[Path | None, str | None]
     return None, None
 
 
+_DIGESTS: dict[tuple, str] = {}
+"""sha256 of files already hashed by this process, by (path, inode, size, modification time): a loader's check
+after `ensure`'s, or a build's after a download's, does not read the file again; a rewritten file is hashed anew."""
+
+
+def _cached_sha256(path: Path) -> str:
+    stat = path.stat()
+    key = (str(path), stat.st_ino, stat.st_size, stat.st_mtime_ns)
+    if key not in _DIGESTS:
+        _DIGESTS[key] = sha256_of(path)
+    return _DIGESTS[key]
+
+
 def file_state(root, entry: sources.DataFile) -> tuple[str, Path]:
     """`(OK | MISSING | DAMAGED, path)` of one file (the plain path when missing)."""
     path, digest = locate_file(root, entry)
     if path is None:
         return MISSING, Path(root) / entry.path
-    return (OK if sha256_of(path) == digest else DAMAGED), path
+    return (OK if _cached_sha256(path) == digest else DAMAGED), path
 
 
 def verify(name: str, data_dir=None) -> list[tuple[str, str, Path]]:
