@@ -7,13 +7,15 @@ The rows come from a JSON file (`benchmarks/ablations/*.json`):
 
 A plan-level `set` holds the settings every row shares (a row's own `set` overrides them key by key).
 
-A row may name its own `model`, `dataset`, `train_split` or `embeddings` (a comparison of zoo entries: one row
-per entry; other pretrained vectors, as `keras-match train --embeddings`).
+A row may name its own `model`, `dataset`, `train_split`, `holdout_dev` or `embeddings` (a comparison of zoo
+entries: one row per entry; a benchmark without a test split, as `reproduce.py --holdout-dev`; other pretrained
+vectors, as `keras-match train --embeddings`).
 A `transfer` list of datasets (the plan's or a row's) also scores every run on their test splits, with BM25
 beside it (reproduce.py --transfer).
 Each (row, seed) trains once with `reproduce.py --set KEY=VALUE ... --label LABEL` and writes
-`OUT/<row number>-<seed>.json` when it finishes; a result already written is not run again, and an interrupted
-run resumes from its last finished epoch (reproduce.py's run folders under `OUT/runs`). Rows run seed by seed
+`OUT/<row number>-<seed>.json` when it finishes; a result already written is not run again (unless it has no
+provenance, `keras_match.provenance`: a file from before results recorded it is run again and replaced), and an
+interrupted run resumes from its last finished epoch (reproduce.py's run folders under `OUT/runs`). Rows run seed by seed
 (every row's first seed, then every row's second seed, ...), so that a session that ends early leaves a
 complete first-seed table. `--seeds` and `--rows` run a part of the plan. `--jobs 2` runs two (row, seed)
 at once, each pinned to its own core: on this 2-core machine an mcan_fm epoch took 100 s on one pinned core, as
@@ -69,7 +71,8 @@ def load_plan(path):
 
 
 def row_setting(plan, row, key):
-    """The row's own `model` / `dataset` / `train_split` / `embeddings` / `transfer`, else the plan's."""
+    """The row's own `model` / `dataset` / `train_split` / `holdout_dev` / `embeddings` / `transfer`, else the
+    plan's."""
     return row.get(key, plan.get(key))
 
 
@@ -84,6 +87,8 @@ def command(plan, row, seed, out):
             row["label"]]
     if row_setting(plan, row, "train_split"):
         args += ["--train-split", row_setting(plan, row, "train_split")]
+    if row_setting(plan, row, "holdout_dev"):
+        args += ["--holdout-dev", str(row_setting(plan, row, "holdout_dev"))]
     if row_setting(plan, row, "embeddings"):
         args += ["--embeddings", row_setting(plan, row, "embeddings")]
     if row_setting(plan, row, "transfer"):
@@ -99,6 +104,22 @@ def command(plan, row, seed, out):
 
 def result_path(out, index, seed):
     return out / f"{index:02d}-s{seed}.json"
+
+
+def finished(path):
+    """Whether `path` holds a finished result with its provenance (a file written before results recorded where
+    they came from is not: the plan runs it again)."""
+    from keras_match import provenance
+
+    try:
+        results = json.loads(path.read_text())
+        for result in results.values():
+            provenance.check(result, path)
+            for one in result["runs"]:
+                provenance.check(one, path)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return False
+    return True
 
 
 def partial_path(target, pid):
@@ -120,8 +141,7 @@ def run(plan, out, seeds=None, rows=None, jobs=1):
     if not 1 <= jobs <= len(cores):
         raise SystemExit(f"--jobs: must be from 1 to the {len(cores)} cores this process may use, got {jobs}")
     order = [(seed, index) for seed in seeds for index in indices]
-    todo = [(n, seed, index) for n, (seed, index) in enumerate(order, 1)
-            if not (result_path(out, index, seed).exists() and result_path(out, index, seed).stat().st_size)]
+    todo = [(n, seed, index) for n, (seed, index) in enumerate(order, 1) if not finished(result_path(out, index, seed))]
     free = queue.Queue()
     for core in cores[:jobs]:
         free.put(core)

@@ -69,11 +69,36 @@ def test_a_plan_level_set_must_be_an_object(tmp_path):
         _ablation().load_plan(path)
 
 
-def _fake_result(label, seed, value):
+def _fake_result(label, seed, value, provenance=True):
+    from keras_match import provenance as record
+
+    made = {"provenance": record.collect(0.0, command=f"reproduce.py --label {label}")} if provenance else {}
     run = {"seed": seed, "best_epoch": 1, "epochs_run": 2, "wall_time_s": 1.0, "loss_mode": "pointwise",
-           "train_pairs_per_s": 10.0, "dev": {"map": value, "mrr": value}, "test": {"map": value, "mrr": value}}
+           "train_pairs_per_s": 10.0, "dev": {"map": value, "mrr": value}, "test": {"map": value, "mrr": value},
+           **made}
     return {"mcan_fm": {"dataset": "trecqa-clean", "train_split": None, "overrides": {}, "label": label,
-                        "runs": [run]}}
+                        "runs": [run], **made}}
+
+
+def test_a_result_without_provenance_is_run_again_and_replaced(tmp_path, monkeypatch):
+    module = _ablation()
+    old = module.result_path(tmp_path, 0, 1)
+    old.write_text(json.dumps(_fake_result("base", 1, 0.5, provenance=False)))  # written before provenance
+    kept = module.result_path(tmp_path, 1, 1)
+    kept.write_text(json.dumps(_fake_result("weighted", 1, 0.6)))
+    calls = []
+
+    def fake_call(args, stdout, stderr):
+        label, seed = args[args.index("--label") + 1], int(args[args.index("--seeds") + 1])
+        calls.append((label, seed))
+        stdout.write(json.dumps(_fake_result(label, seed, 0.7)))
+        return 0
+
+    monkeypatch.setattr(module.subprocess, "call", fake_call)
+    module.run(PLAN, tmp_path, seeds=[1])
+    assert calls == [("base", 1)]
+    assert json.loads(old.read_text())["mcan_fm"]["runs"][0]["dev"]["map"] == 0.7
+    assert json.loads(kept.read_text())["mcan_fm"]["runs"][0]["dev"]["map"] == 0.6
 
 
 def test_results_are_written_once_failures_leave_nothing_and_a_rerun_continues(tmp_path, monkeypatch, capsys):
