@@ -15,12 +15,13 @@ beside it (reproduce.py --transfer).
 Each (row, seed) trains once with `reproduce.py --set KEY=VALUE ... --label LABEL` and writes
 `OUT/<row number>-<seed>.json` when it finishes; a result already written is not run again (unless it has no
 provenance, `keras_match.provenance`: a file from before results recorded it is run again and replaced), and an
-interrupted run resumes from its last finished epoch (reproduce.py's run folders under `OUT/runs`). Rows run seed by seed
-(every row's first seed, then every row's second seed, ...), so that a session that ends early leaves a
+interrupted run resumes from its last finished epoch (reproduce.py's run folders under `OUT/runs`). Rows run seed
+by seed (every row's first seed, then every row's second seed, ...), so that a session that ends early leaves a
 complete first-seed table. `--seeds` and `--rows` run a part of the plan. `--jobs 2` runs two (row, seed)
 at once, each pinned to its own core: on this 2-core machine an mcan_fm epoch took 100 s on one pinned core, as
-on two unpinned, so two jobs halve an ablation's time. At the end, or with `--table`, the markdown table of what
-finished is printed (benchmarks/summarize.py: dev and test means and standard deviations per row).
+on two unpinned, so two jobs halve an ablation's time. At the end the summary of what finished is printed as JSON
+(benchmarks/summarize.py: dev and test means and standard deviations per row, in the plan's order); `--table`
+prints it as a markdown table instead, without running anything. Both refuse a result without provenance.
 
     KERAS_MATCH_DATA=../shared/data python benchmarks/ablation.py benchmarks/ablations/mcan_fm_trecqa.json \
         --out runs/ablation-mcan_fm --jobs 2
@@ -184,19 +185,35 @@ def _short(figures):
     return " ".join(f"{figure_name(k)} {v:.3f}" for k, v in figures.items() if isinstance(v, float))
 
 
-def table(out, splits=("dev", "test")):
+def _summarize():
     sys.path.insert(0, str(HERE))
     import summarize
 
-    paths = sorted(str(p) for p in out.glob("*-s*.json"))  # NN-sSEED.json: row by row, in the plan's order
-    return summarize.table(paths, splits=splits, sort=False)[0]
+    return summarize
+
+
+def result_paths(out):
+    """The finished results in `out`, row by row in the plan's order (`NN-sSEED.json`)."""
+    return sorted(str(p) for p in out.glob("*-s*.json"))
+
+
+def table(out, splits=("dev", "test")):
+    """The markdown table of the results in `out` (refuses a result without provenance: ProvenanceError)."""
+    return _summarize().table(result_paths(out), splits=splits, sort=False)[0]
+
+
+def summary(out, splits=("dev", "test")):
+    """The JSON summary of the results in `out`, rows in the plan's order (summarize.summary)."""
+    return _summarize().summary(result_paths(out), splits=splits, sort=False)[0]
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("plan", help="the ablation JSON file")
     parser.add_argument("--out", required=True, help="folder for the results, the run folders and the log")
-    parser.add_argument("--table", action="store_true", help="print the table of the finished results and stop")
+    parser.add_argument("--table", action="store_true",
+                        help="print the markdown table of the finished results and stop (default: run what is "
+                        "missing, then print their JSON summary)")
     parser.add_argument("--split", nargs="+", default=["dev", "test"],
                         help="the table's splits (default: dev test); a transfer dataset of the plan's, e.g. wikiqa, "
                         "adds its columns and BM25's row")
@@ -210,7 +227,13 @@ def main(argv=None):
     out = pathlib.Path(args.out)
     if not args.table:
         run(plan, out, seeds=args.seeds, rows=args.rows, jobs=args.jobs)
-    print(table(out, splits=tuple(args.split)) or f"no finished result in {out} yet")
+    try:
+        if args.table:
+            print(table(out, splits=tuple(args.split)) or f"no finished result in {out} yet")
+        else:
+            print(json.dumps(summary(out, splits=tuple(args.split)), indent=2))
+    except _summarize().ProvenanceError as error:
+        raise SystemExit(str(error)) from None
 
 
 if __name__ == "__main__":

@@ -6,13 +6,16 @@ fetched through `keras.utils.get_file`, the derived files built and checked). Pr
     python benchmarks/fresh_machine.py --data-dir ../shared/data --out benchmarks/results/data/fresh_machine.json
 
 `--main-job` then runs README's main job (`keras-match train mcan_fm --dataset trecqa-clean --epochs 5`) on the
-fresh cache, for its wall time (minutes). `--table FILE` prints README's dataset table from a result file.
+fresh cache, for its wall time (minutes), its peak memory (the largest resident set of the command's process)
+and its dev / test figures. `--table FILE` prints README's dataset table from a result file (`--table FILE
+--main-job`: the main job's row); a file without provenance is refused.
 """
 
 import argparse
 import json
 import os
 import pathlib
+import resource
 import subprocess
 import sys
 import tempfile
@@ -38,18 +41,54 @@ def keras_match(args, env, cwd):
     return round(time.perf_counter() - start, 1), done.stdout
 
 
-def table(path):
-    """README's dataset table (markdown) from a result file of this script and `keras_match.datasets.sources`."""
-    from keras_match.datasets import sources
+def read(path):
+    """A result file of this script, its provenance checked.
+
+    Raises:
+        OSError, ValueError: unreadable, not JSON, or without provenance (the message names the file).
+    """
+    from keras_match import provenance
 
     result = json.loads(pathlib.Path(path).read_text())
-    lines = ["| dataset | origin (pinned commits) | license | files fetched / built | size on disk |",
-             "|---|---|---|---|---:|"]
+    provenance.check(result, path)
+    return result
+
+
+def table(path):
+    """README's dataset table (markdown) from a result file of this script and `keras_match.datasets.sources`:
+    per dataset its origin, license, files fetched / built, megabytes fetched, size on disk and the wall time of
+    `keras-match data download NAME` on an empty cache; then the totals."""
+    from keras_match.datasets import sources
+
+    result = read(path)
+    lines = ["| dataset | origin (pinned commits) | license | files fetched / built | MB fetched | size on disk | "
+             "wall s |", "|---|---|---|---|---:|---:|---:|"]
     for name, row in result["datasets"].items():
         source = sources.source(name)
         lines.append(f"| `{name}` | {source.origin} | {source.license} | {row['files_fetched']} / "
-                     f"{row['files_built']} | {row['bytes_on_disk'] / 1e6:.1f} MB |")
+                     f"{row['files_built']} | {row['bytes_fetched'] / 1e6:.1f} | {row['bytes_on_disk'] / 1e6:.1f} MB | "
+                     f"{row['seconds']:.1f} |")
+    total = result["total"]
+    lines.append(f"| all | | | {total['files_fetched']:.0f} / {total['files_built']:.0f} | "
+                 f"{total['bytes_fetched'] / 1e6:.1f} | {total['bytes_on_disk'] / 1e6:.1f} MB | "
+                 f"{total['seconds']:.1f} |")
     return "\n".join(lines)
+
+
+def main_job_table(path):
+    """README's main-job row (markdown): its command, wall time and peak memory on the machine of the result
+    file, and the run's dev / test MAP."""
+    result = read(path)
+    job = result.get("main_job")
+    if not job:
+        raise ValueError(f"{path}: no main job (run with --main-job)")
+    machine = result["provenance"]["machine"]
+    return "\n".join([
+        "| command | cores | wall time | peak memory | epochs | dev MAP | test MAP / MRR / P@1 |",
+        "|---|---:|---|---:|---:|---:|---|",
+        f"| `{job['command']}` | {machine['threads']} | {int(job['seconds'] // 60)} min {job['seconds'] % 60:.0f} s | "
+        f"{job['peak_rss_mb'] / 1024:.1f} GB | {job['epochs_run']} | {job['dev']['map']:.3f} | "
+        f"{job['test']['map']:.3f} / {job['test']['mrr']:.3f} / {job['test']['p@1']:.3f} |"])
 
 
 def main(argv=None):
@@ -61,7 +100,10 @@ def main(argv=None):
     parser.add_argument("--out", default=None, help="also write the JSON here")
     args = parser.parse_args(argv)
     if args.table:
-        print(table(args.table))
+        try:
+            print(main_job_table(args.table) if args.main_job else table(args.table))
+        except (OSError, ValueError) as error:
+            raise SystemExit(str(error)) from None
         return
     if not args.data_dir:
         parser.error("--data-dir is required")
@@ -99,8 +141,16 @@ def main(argv=None):
                            for key in ("seconds", "files_fetched", "bytes_fetched", "files_built", "files_on_disk",
                                        "bytes_on_disk")}
         if args.main_job:
-            seconds, out = keras_match([*MAIN_JOB, "--run-dir", str(pathlib.Path(home) / "run")], env, home)
+            run_dir = pathlib.Path(home) / "run"
+            seconds, out = keras_match([*MAIN_JOB, "--run-dir", str(run_dir)], env, home)
+            metrics = json.loads((run_dir / "metrics.json").read_text())
             result["main_job"] = {"command": "keras-match " + " ".join(MAIN_JOB), "seconds": seconds,
+                                  # the largest resident set of any child so far: the training command's (the
+                                  # downloads before it are smaller), kilobytes on Linux
+                                  "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024),
+                                  "epochs_run": metrics["epochs_run"], "best_epoch": metrics["best_epoch"],
+                                  "dev": metrics["dev"], "test": metrics["test"],
+                                  "run_provenance": metrics.get("provenance"),
                                   "output": out.strip().splitlines()[-3:]}
     result["provenance"] = provenance.collect(
         started, command=provenance.command_line(["benchmarks/fresh_machine.py", *(argv or sys.argv[1:])]),

@@ -1,16 +1,19 @@
-"""A markdown table of `benchmarks/reproduce.py` results: one row per (model, dataset, training split, loss,
-variant), the mean and standard deviation over the seeds found, from the JSON files reproduce.py printed. The
-variant is reproduce.py's `--label`, else the `--set` overrides other than `loss` and `bucketing` (plain batches
-show as "(plain)" beside the loss).
+"""The summary of `benchmarks/reproduce.py` results: one row per (model, dataset, training split, loss, variant),
+the mean and standard deviation over the seeds found, from the JSON files reproduce.py printed; JSON, or with
+`--table` a markdown table. The variant is reproduce.py's `--label`, else the `--set` overrides other than `loss`
+and `bucketing` (plain batches show as "(plain)" beside the loss).
 
-    python benchmarks/summarize.py runs/issue8/*.json > table.md
-    python benchmarks/summarize.py runs/*.json --figures map mrr --split test dev
+    python benchmarks/summarize.py runs/issue8/*.json > summary.json
+    python benchmarks/summarize.py runs/issue8/*.json --table > table.md
+    python benchmarks/summarize.py runs/*.json --figures map mrr --split test dev --table
     python benchmarks/summarize.py runs/*.json --split test wikiqa     # a transfer dataset (reproduce.py --transfer)
 
 A split that is not the run's own (`wikiqa` above) is read from the run's transfer figures, and a BM25 row gives
 the BM25 reference that reproduce.py --transfer recorded for the shown splits.
 
-Files that are empty or not reproduce.py output (an interrupted run) are listed on stderr and skipped.
+Files that are empty or not JSON (an interrupted run) are listed on stderr and skipped. A result without its
+provenance (`keras_match.provenance`: the command, code, versions, machine and time that made it, for the file
+and for each of its runs) is refused: exit 1 naming the file.
 """
 
 from __future__ import annotations
@@ -29,14 +32,40 @@ def _split(run, split):
     return run.get(split) or (run.get("transfer") or {}).get(split)
 
 
+class ProvenanceError(Exception):
+    """A result file without its provenance."""
+
+
+def read(path):
+    """The results of a reproduce.py JSON file, each with its provenance (`keras_match.provenance.check`).
+
+    Raises:
+        OSError, ValueError: the file cannot be read or is not JSON.
+        ProvenanceError: the file, or one of its runs, does not say what made it.
+    """
+    from keras_match import provenance
+
+    with open(path, encoding="utf-8") as f:
+        results = json.load(f)
+    if not isinstance(results, dict) or not results:
+        raise ValueError(f"{path}: not reproduce.py output")
+    for name, result in results.items():
+        try:
+            provenance.check(result, path)
+            for run in result["runs"]:
+                provenance.check(run, f"{path} ({name}, seed {run.get('seed')})")
+        except ValueError as error:
+            raise ProvenanceError(str(error)) from None
+    return results
+
+
 def _rows(paths):
     grouped = collections.defaultdict(list)
     skipped = []
     bm25 = {}
     for path in paths:
         try:
-            with open(path, encoding="utf-8") as f:
-                results = json.load(f)
+            results = read(path)
         except (OSError, ValueError):
             skipped.append(path)
             continue
@@ -68,16 +97,57 @@ def _cell(values, digits=3):
     return f"{mean:.{digits}f} ± {statistics.stdev(values):.{digits}f}"
 
 
-def table(paths, figures=None, splits=("test",), sort=True):
-    """The markdown table (str) and the skipped files: one row per (model, dataset, training split, loss,
-    variant), sorted by those, or, with `sort=False`, in the order of their first file in `paths`."""
+def _stats(values):
+    if not values:
+        return None
+    return {"mean": statistics.mean(values), "std": statistics.stdev(values) if len(values) > 1 else 0.0,
+            "n": len(values)}
+
+
+def summary(paths, figures=None, splits=("test",), sort=True):
+    """The rows as JSON-ready dicts and the skipped files: one row per (model, dataset, training split, loss,
+    variant), with the seeds and, per split and figure, the mean, standard deviation and count over the seeds;
+    then BM25's reference per dataset where reproduce.py --transfer recorded one for every split shown.
+
+    Raises:
+        ProvenanceError: a result file without its provenance.
+    """
     grouped, bm25, skipped = _rows(paths)
-    if not grouped:
-        return "", skipped
-    if figures is None:
+    figures = _figures(grouped, figures)
+    rows = []
+    for (name, dataset, train, loss, plain, variant), runs in (sorted(grouped.items()) if sort else grouped.items()):
+        rows.append({"model": name, "dataset": dataset, "train_split": train, "loss": loss,
+                     "plain_batches": bool(plain), "variant": variant, "seeds": [r["seed"] for r in runs],
+                     "figures": {split: {figure: _stats([_split(r, split)[figure] for r in runs
+                                                         if figure in (_split(r, split) or {})])
+                                         for figure in figures} for split in splits},
+                     "epochs_run": _stats([r["epochs_run"] for r in runs]),
+                     "train_pairs_per_s": _stats([r["train_pairs_per_s"] for r in runs if r.get("train_pairs_per_s")]),
+                     "wall_time_s": _stats([r["wall_time_s"] for r in runs])})
+    references = {dataset: {split: bm25[(dataset, split)] for split in splits}
+                  for dataset in sorted({key[1] for key in grouped}) if all((dataset, s) in bm25 for s in splits)}
+    return {"rows": rows, "bm25": references}, skipped
+
+
+def _figures(grouped, figures):
+    if figures is None and grouped:
         sample = next(iter(grouped.values()))[0]
         figures = [k for k in ("map", "mrr", "p@1", "accuracy", "macro_f1") if k in (sample.get("test") or
                                                                                       sample["dev"])]
+    return figures
+
+
+def table(paths, figures=None, splits=("test",), sort=True):
+    """The markdown table (str) and the skipped files: one row per (model, dataset, training split, loss,
+    variant), sorted by those, or, with `sort=False`, in the order of their first file in `paths`.
+
+    Raises:
+        ProvenanceError: a result file without its provenance.
+    """
+    grouped, bm25, skipped = _rows(paths)
+    if not grouped:
+        return "", skipped
+    figures = _figures(grouped, figures)
     datasets = sorted({key[1] for key in grouped})
     with_variants = any(key[-1] for key in grouped)
     header = ["model", "dataset", "train", "loss"] + (["variant"] if with_variants else []) + ["seeds"]
@@ -111,8 +181,16 @@ def main(argv=None):
     parser.add_argument("files", nargs="+", help="JSON files printed by benchmarks/reproduce.py")
     parser.add_argument("--figures", nargs="+", default=None, help="default: the task's (map mrr p@1 / accuracy)")
     parser.add_argument("--split", nargs="+", default=["test"], help="splits to show (default: test)")
+    parser.add_argument("--table", action="store_true", help="print a markdown table instead of JSON")
     args = parser.parse_args(argv)
-    text, skipped = table(args.files, args.figures, args.split)
+    try:
+        if args.table:
+            text, skipped = table(args.files, args.figures, args.split)
+        else:
+            found, skipped = summary(args.files, args.figures, args.split)
+            text = json.dumps(found, indent=2)
+    except ProvenanceError as error:
+        raise SystemExit(str(error)) from None
     for path in skipped:
         print(f"skipped {path}: empty or not reproduce.py output", file=sys.stderr)
     print(text)

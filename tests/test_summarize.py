@@ -2,7 +2,10 @@
 
 import json
 
+import pytest
 from conftest import benchmark_module
+
+from keras_match import provenance
 
 
 def _summarize():
@@ -10,11 +13,44 @@ def _summarize():
 
 
 def _result(seed, test_map, loss_mode="pointwise", overrides=None):
+    made = provenance.collect(0.0, command=f"python benchmarks/reproduce.py ctrn --seeds {seed}")
     run = {"seed": seed, "best_epoch": 2, "epochs_run": 4, "wall_time_s": 100.0, "loss_mode": loss_mode,
            "train_pairs_per_s": 200.0 + seed, "dev": {"map": 0.7, "mrr": 0.8, "p@1": 0.6},
-           "test": {"map": test_map, "mrr": 0.8, "p@1": 0.7}}
+           "test": {"map": test_map, "mrr": 0.8, "p@1": 0.7}, "provenance": made}
     return {"ctrn": {"dataset": "trecqa-raw", "train_split": "train", "overrides": overrides or {},
-                     "runs": [run]}}
+                     "runs": [run], "provenance": made}}
+
+
+@pytest.mark.parametrize("where", ["file", "run"])
+def test_a_result_without_provenance_is_refused_naming_the_file(tmp_path, where, capsys):
+    good, bad = tmp_path / "good.json", tmp_path / "old.json"
+    good.write_text(json.dumps(_result(1, 0.7)))
+    old = _result(2, 0.6)
+    del (old["ctrn"] if where == "file" else old["ctrn"]["runs"][0])["provenance"]
+    bad.write_text(json.dumps(old))
+    module = _summarize()
+    with pytest.raises(module.ProvenanceError, match="old.json"):
+        module.table([str(good), str(bad)])
+    with pytest.raises(SystemExit, match=r"old\.json.*no provenance"):
+        module.main([str(good), str(bad)])
+    assert capsys.readouterr().out == ""  # nothing printed from the good file alone
+
+
+def test_the_default_output_is_json_with_the_table_s_figures(tmp_path, capsys):
+    paths = []
+    for seed, value in [(1, 0.70), (2, 0.74)]:
+        path = tmp_path / f"r{seed}.json"
+        path.write_text(json.dumps(_result(seed, value)))
+        paths.append(str(path))
+    _summarize().main(paths + ["--split", "test", "dev"])
+    found = json.loads(capsys.readouterr().out)
+    (row,) = found["rows"]
+    assert row["model"] == "ctrn" and row["seeds"] == [1, 2]
+    assert row["figures"]["test"]["map"]["mean"] == pytest.approx(0.72)
+    assert row["figures"]["test"]["map"]["std"] == pytest.approx(0.0282843, abs=1e-6)
+    assert row["figures"]["dev"]["mrr"] == {"mean": 0.8, "std": 0.0, "n": 2}
+    _summarize().main(paths + ["--table"])
+    assert "| 0.720 ± 0.028 |" in capsys.readouterr().out
 
 
 def test_rows_group_seeds_and_average(tmp_path):

@@ -1,0 +1,262 @@
+"""README's result tables, generated from the committed result files under `benchmarks/results/`.
+
+Every table README shows is one entry of `TABLES`: the result files it reads (figures only, never data) and how
+it renders them. A result file must say what made it (`keras_match.provenance`: the command, the code version, the
+package versions, the machine and the time, for the file and for every run in it); a file without that is refused
+(exit 1, naming the file), so no table can be made from a figure whose origin is unknown.
+
+    python benchmarks/tables.py                          # the tables and the files each reads, as JSON
+    python benchmarks/tables.py ctrn-trecqa              # one table, as markdown
+    python benchmarks/tables.py --check README.md        # exit 1 if a README table differs from its files
+    python benchmarks/tables.py --write README.md        # rewrite README's tables from their files
+
+In README each generated table sits between two comment lines, `<!-- table NAME -->` and `<!-- end table -->`;
+`tests/test_readme_tables.py` fails when one of them differs from what this script makes of the committed files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import difflib
+import json
+import pathlib
+import re
+import statistics
+import sys
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parent
+RESULTS = HERE / "results"
+sys.path.insert(0, str(HERE))
+
+BEGIN = re.compile(r"^<!-- table ([a-z0-9-]+) -->$")
+END = "<!-- end table -->"
+
+
+class TableError(Exception):
+    """A table that cannot be made: a file missing, unreadable or without provenance."""
+
+
+def _files(pattern):
+    paths = sorted(RESULTS.glob(pattern))
+    if not paths:
+        raise TableError(f"no result file {RESULTS.relative_to(ROOT) / pattern}: run the command that writes it")
+    return paths
+
+
+def _read(path):
+    """A reproduce.py / ablation.py result file, its provenance checked (summarize.read)."""
+    import summarize
+
+    try:
+        return summarize.read(path)
+    except summarize.ProvenanceError as error:
+        raise TableError(str(error)) from None
+    except (OSError, ValueError) as error:
+        raise TableError(f"{path}: {error}") from None
+
+
+def _groups(paths):
+    """{(model, label): {"result": the first file's result, "runs": every file's runs}} in the files' order."""
+    groups = collections.OrderedDict()
+    for path in paths:
+        for name, result in _read(path).items():
+            group = groups.setdefault((name, result.get("label")), {"result": result, "runs": []})
+            group["runs"].extend(result["runs"])
+    return groups
+
+
+def _split(run, split):
+    return run.get(split) or (run.get("transfer") or {}).get(split) or {}
+
+
+def _cell(values, digits=3):
+    if not values:
+        return "–"
+    if len(values) == 1:
+        return f"{values[0]:.{digits}f}"
+    return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
+
+
+def _mean(runs, split, figure, digits=3):
+    return _cell([_split(r, split)[figure] for r in runs if figure in _split(r, split)], digits)
+
+
+def _seeds(runs):
+    return ", ".join(str(r["seed"]) for r in runs)
+
+
+def ctrn_trecqa():
+    """CTRN / QRNN on raw TrecQA (the CTRN paper's Tables 6 and 7): test MAP / MRR without and with the 6 test
+    questions that have no correct answer, beside the paper's."""
+    lines = ["| model | train on | seeds | dev MAP | test MAP / MRR, `trecqa-raw` (89 q) | "
+             "`trecqa-raw-trec-eval` (95 q) | paper, test MAP / MRR |", "|---|---|---|---|---|---|---|"]
+    for (name, label), group in _groups(_files("ctrn_trecqa_raw/*-s*.json")).items():
+        result, runs = group["result"], group["runs"]
+        reported = result.get("reported") or {}
+        if result.get("train_split") == "train":
+            reported = reported.get("train") or {}
+        paper = f"{reported['map']:.4f} / {reported['mrr']:.4f}" if reported.get("map") else "–"
+        lines.append(f"| `{name}` | {label.split(', ', 1)[1]} | {_seeds(runs)} | {_mean(runs, 'dev', 'map')} | "
+                     f"{_mean(runs, 'test', 'map')} / {_mean(runs, 'test', 'mrr')} | "
+                     f"{_mean(runs, 'trecqa-raw-trec-eval', 'map')} / {_mean(runs, 'trecqa-raw-trec-eval', 'mrr')} | "
+                     f"{paper} |")
+    return "\n".join(lines)
+
+
+def semeval2016():
+    """ctrn_semeval / qrnn_semeval with and without the 2015 threads: chosen on held-out train-part2 questions,
+    scored on the official dev split, beside the paper's test figures."""
+    lines = ["| entry | training questions | seeds | held-out dev MAP | official dev MAP | MRR | P@1 | "
+             "paper (official test) MAP / P@1 |", "|---|---:|---|---|---|---|---|---|"]
+    for (name, label), group in _groups(_files("semeval2016/*-s*.json")).items():
+        result, runs = group["result"], group["runs"]
+        reported = result.get("reported") or {}
+        paper = f"{reported['map']:.3f} / {reported['p@1']:.3f}" if reported.get("map") else "–"
+        train = f"{result['counts']['train']['questions']} ({result['train_split'].replace('+', ' + ')})"
+        lines.append(f"| `{name}` | {train} | {_seeds(runs)} | {_mean(runs, 'dev', 'map')} | "
+                     f"{_mean(runs, 'test', 'map')} | {_mean(runs, 'test', 'mrr')} | {_mean(runs, 'test', 'p@1')} | "
+                     f"{paper} |")
+    return "\n".join(lines)
+
+
+def _plan_rows(folder, splits):
+    """The rows of an ablation folder (`NN-sSEED.json`, in the plan's order) with their figures on `splits`."""
+    lines = []
+    for (name, label), group in _groups(_files(f"{folder}/*-s*.json")).items():
+        runs = group["runs"]
+        cells = [f"`{name}`", label or "", _seeds(runs)]
+        for split, figures in splits:
+            cells += [_mean(runs, split, figure) for figure in figures]
+        cells += [_cell([r["epochs_run"] for r in runs], 1), _cell([r["wall_time_s"] for r in runs], 0)]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def _plan_table(folder, splits, names):
+    header = ["model", "row", "seeds"] + [f"{split} {names[figure]}" for split, figures in splits
+                                         for figure in figures] + ["epochs", "wall s"]
+    return "\n".join(["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + _plan_rows(folder, splits))
+
+
+RANKING = {"map": "MAP", "mrr": "MRR", "p@1": "P@1", "accuracy": "accuracy", "macro_f1": "macro-F1"}
+
+
+def mcan_main_job():
+    """README's main job (mcan_fm, TrecQA clean) over 3 seeds: 5 epochs, and the preset's 15."""
+    return _plan_table("mcan_fm_main_job", [("dev", ["map"]), ("test", ["map", "mrr", "p@1"])], RANKING)
+
+
+def compare_aggregate_wikiqa():
+    """Compare-Aggregate's six comparison functions and their ablations on WikiQA (the paper's questions)."""
+    return _plan_table("compare_aggregate_wikiqa", [("dev", ["map"]), ("test", ["map", "mrr", "p@1"])], RANKING)
+
+
+def compare_aggregate_sick():
+    """Compare-Aggregate on SICK entailment, and SNLI as transfer."""
+    return _plan_table("compare_aggregate_sick", [("dev", ["accuracy"]), ("test", ["accuracy", "macro_f1"]),
+                                                  ("snli:dev", ["accuracy"]), ("snli", ["accuracy"])], RANKING)
+
+
+def data():
+    """The datasets: origin, license, files fetched / built and size on disk (benchmarks/fresh_machine.py)."""
+    import fresh_machine
+
+    path = RESULTS / "data" / "fresh_machine.json"
+    try:
+        return fresh_machine.table(path)
+    except (OSError, ValueError) as error:
+        raise TableError(str(error)) from None
+
+
+TABLES = {
+    "data": data,
+    "mcan-main-job": mcan_main_job,
+    "ctrn-trecqa": ctrn_trecqa,
+    "semeval2016": semeval2016,
+    "compare-aggregate-wikiqa": compare_aggregate_wikiqa,
+    "compare-aggregate-sick": compare_aggregate_sick,
+}
+"""Every generated table: name -> a function returning its markdown (raises TableError)."""
+
+
+def make(name):
+    """The markdown of table `name`.
+
+    Raises:
+        KeyError: no such table.
+        TableError: a result file missing or without provenance.
+    """
+    return TABLES[name]()
+
+
+def blocks(text):
+    """[(name, first line index, end line index, the table's lines)] of the generated tables in a README text.
+
+    Raises:
+        ValueError: a table opened and not closed, or an unknown table name (with the line number).
+    """
+    found, lines, i = [], text.splitlines(), 0
+    while i < len(lines):
+        match = BEGIN.match(lines[i].strip())
+        if match:
+            name = match.group(1)
+            if name not in TABLES:
+                raise ValueError(f"line {i + 1}: unknown table {name!r} (known: {', '.join(TABLES)})")
+            end = next((j for j in range(i + 1, len(lines)) if lines[j].strip() == END), None)
+            if end is None:
+                raise ValueError(f"line {i + 1}: table {name!r} has no {END!r} line")
+            found.append((name, i, end, lines[i + 1:end]))
+            i = end
+        i += 1
+    return found
+
+
+def differences(text):
+    """{name: unified diff} of README's tables that differ from their regenerated form."""
+    differ = {}
+    for name, _, _, shown in blocks(text):
+        made = make(name).splitlines()
+        if shown != made:
+            differ[name] = "\n".join(difflib.unified_diff(shown, made, "README", "regenerated", lineterm=""))
+    return differ
+
+
+def rewrite(text):
+    """README's text with every generated table replaced by its regenerated form."""
+    lines = text.splitlines()
+    for name, begin, end, _ in reversed(blocks(text)):
+        lines[begin + 1:end] = make(name).splitlines()
+    return "\n".join(lines) + ("\n" if text.endswith("\n") else "")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("name", nargs="?", help=f"print this table: {', '.join(TABLES)}")
+    parser.add_argument("--check", metavar="README", help="exit 1 if a generated table of this file differs")
+    parser.add_argument("--write", metavar="README", help="rewrite this file's generated tables")
+    args = parser.parse_args(argv)
+    try:
+        if args.name:
+            if args.name not in TABLES:
+                parser.error(f"unknown table {args.name!r} (known: {', '.join(TABLES)})")
+            print(make(args.name))
+        elif args.check:
+            differ = differences(pathlib.Path(args.check).read_text(encoding="utf-8"))
+            for name, diff in differ.items():
+                print(f"table {name} differs from its result files:\n{diff}", file=sys.stderr)
+            if differ:
+                raise SystemExit(1)
+            print(f"{args.check}: every generated table matches its result files")
+        elif args.write:
+            path = pathlib.Path(args.write)
+            path.write_text(rewrite(path.read_text(encoding="utf-8")), encoding="utf-8")
+        else:
+            print(json.dumps({name: function.__doc__.split("\n")[0] for name, function in TABLES.items()}, indent=2))
+    except (TableError, ValueError) as error:
+        raise SystemExit(str(error)) from None
+
+
+if __name__ == "__main__":
+    main()
