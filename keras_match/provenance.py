@@ -60,7 +60,8 @@ def command_line(argv=None) -> str:
 
 
 def code() -> dict:
-    """keras-match's version and, in a git checkout, its commit and whether the working tree differs from it."""
+    """keras-match's version and, in a git checkout, its commit and whether a tracked file other than a result
+    file (`benchmarks/results/`) differs from it (`dirty`)."""
     from keras_match import __version__
 
     info = {"keras_match": __version__, "commit": None, "dirty": None}
@@ -68,7 +69,10 @@ def code() -> dict:
         commit = subprocess.run(["git", "-C", str(_ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
                                 timeout=10)
         if commit.returncode == 0:
-            status = subprocess.run(["git", "-C", str(_ROOT), "status", "--porcelain", "--untracked-files=no"],
+            # the code differs from the commit: a tracked file changed, result files aside (a benchmark that
+            # rewrites its committed results does not make the code that computes them dirty)
+            status = subprocess.run(["git", "-C", str(_ROOT), "status", "--porcelain", "--untracked-files=no", "--",
+                                     ".", ":(exclude)benchmarks/results"],
                                     capture_output=True, text=True, timeout=10)
             info.update(commit=commit.stdout.strip(), dirty=bool(status.stdout.strip()))
     except (OSError, subprocess.SubprocessError):

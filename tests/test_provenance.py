@@ -36,3 +36,23 @@ def test_command_line_as_typed():
         "keras-match train mcan_fm --set head=score")
     assert provenance.command_line(["benchmarks/reproduce.py", "ctrn", "--seeds", "1", "2"]) == (
         "python benchmarks/reproduce.py ctrn --seeds 1 2")
+
+
+def test_dirty_means_the_code_differs_from_its_commit_not_the_result_files(tmp_path, monkeypatch):
+    def git(*args):
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+
+    (tmp_path / "benchmarks" / "results").mkdir(parents=True)
+    (tmp_path / "model.py").write_text("x = 1\n")
+    (tmp_path / "benchmarks" / "results" / "r.json").write_text("{}\n")
+    git("init", "-q")
+    git("add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c")
+    monkeypatch.setattr(provenance, "_ROOT", tmp_path)
+    assert provenance.code()["dirty"] is False
+    (tmp_path / "benchmarks" / "results" / "r.json").write_text('{"rerun": 1}\n')  # a benchmark rewrote its result
+    (tmp_path / "notes.txt").write_text("untracked\n")
+    assert provenance.code()["dirty"] is False
+    (tmp_path / "model.py").write_text("x = 2\n")
+    found = provenance.code()
+    assert found["dirty"] is True and len(found["commit"]) == 40
