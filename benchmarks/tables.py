@@ -121,10 +121,17 @@ def semeval2016():
     return "\n".join(lines)
 
 
-def _plan_rows(folder, splits):
-    """The rows of an ablation folder (`NN-sSEED.json`, in the plan's order) with their figures on `splits`."""
+def _plan_rows(folder, splits, rows=None):
+    """The rows of an ablation folder (`NN-sSEED.json`, in the plan's order; `rows`: only these row numbers) with
+    their figures on `splits`."""
     lines = []
-    for (name, label), group in _groups(_files(f"{folder}/*-s*.json")).items():
+    paths = _files(f"{folder}/*-s*.json")
+    if rows is not None:
+        paths = [path for path in paths if int(path.name.split("-")[0]) in rows]
+        missing = set(rows) - {int(path.name.split("-")[0]) for path in paths}
+        if missing:
+            raise TableError(f"no result file for row(s) {sorted(missing)} in {RESULTS.name}/{folder}: run the plan")
+    for (name, label), group in _groups(paths).items():
         runs = group["runs"]
         cells = [f"`{name}`", label or "", _seeds(runs)]
         for split, figures in splits:
@@ -134,10 +141,11 @@ def _plan_rows(folder, splits):
     return lines
 
 
-def _plan_table(folder, splits, names):
+def _plan_table(folder, splits, names, rows=None):
     header = ["model", "row", "seeds"] + [f"{split} {names[figure]}" for split, figures in splits
                                          for figure in figures] + ["epochs", "wall s"]
-    return "\n".join(["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + _plan_rows(folder, splits))
+    return "\n".join(["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] +
+                     _plan_rows(folder, splits, rows))
 
 
 RANKING = {"map": "MAP", "mrr": "MRR", "p@1": "P@1", "accuracy": "accuracy", "macro_f1": "macro-F1"}
@@ -146,6 +154,23 @@ RANKING = {"map": "MAP", "mrr": "MRR", "p@1": "P@1", "accuracy": "accuracy", "ma
 def mcan_main_job():
     """README's main job (mcan_fm, TrecQA clean) over 3 seeds: 5 epochs, and the preset's 15."""
     return _plan_table("mcan_fm_main_job", [("dev", ["map"]), ("test", ["map", "mrr", "p@1"])], RANKING)
+
+
+def mcan_dimensions():
+    """MCAN (FM) on GloVe 6B 50d projected on its first 25 / 35 / all 50 principal axes, beside the plain 50d
+    vectors (rows 13, 14, 15 and 3 of benchmarks/ablations/mcan_fm_trecqa.json)."""
+    return _plan_table("mcan_fm_trecqa", [("dev", ["map"]), ("test", ["map", "mrr"]), ("wikiqa", ["map"])], RANKING,
+                       rows=(3, 13, 14, 15))
+
+
+def main_job():
+    """README's main job on a fresh machine: wall time, peak memory and figures (benchmarks/fresh_machine.py)."""
+    import fresh_machine
+
+    try:
+        return fresh_machine.main_job_table(RESULTS / "data" / "fresh_machine.json")
+    except (OSError, ValueError) as error:
+        raise TableError(str(error)) from None
 
 
 def compare_aggregate_wikiqa():
@@ -172,7 +197,9 @@ def data():
 
 TABLES = {
     "data": data,
+    "main-job": main_job,
     "mcan-main-job": mcan_main_job,
+    "mcan-dimensions": mcan_dimensions,
     "ctrn-trecqa": ctrn_trecqa,
     "semeval2016": semeval2016,
     "compare-aggregate-wikiqa": compare_aggregate_wikiqa,

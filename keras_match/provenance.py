@@ -98,7 +98,8 @@ def versions() -> dict:
 
 
 def machine() -> dict:
-    """The CPU model, its cores, the cores this process may use, TensorFlow's thread settings and the platform."""
+    """The CPU model, its cores, the cores this process may use, TensorFlow's thread settings, the platform and the
+    load average (a timing measured beside other work says so)."""
     cpu = platform.processor() or None
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
@@ -108,6 +109,9 @@ def machine() -> dict:
     info = {"cpu": cpu, "cores": os.cpu_count(),
             "threads": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
             "platform": platform.platform()}
+    if hasattr(os, "getloadavg"):  # how busy the machine was when the result ended (runnable processes, 1 / 15 min)
+        one, _, fifteen = os.getloadavg()
+        info["load_average"] = {"1min": round(one, 2), "15min": round(fifteen, 2)}
     tf = sys.modules.get("tensorflow")
     if tf is not None:  # 0 = TensorFlow's default (every core)
         info["tf_intra_op_threads"] = tf.config.threading.get_intra_op_parallelism_threads()
