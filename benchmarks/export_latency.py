@@ -18,8 +18,10 @@ the vocabulary `keras-match train` builds (the TRAIN-ALL words, then the vector 
     KERAS_MATCH_DATA=../shared/data python benchmarks/export_latency.py [--run-dir RUN] > export_latency.json
     KERAS_MATCH_DATA=../shared/data python benchmarks/export_latency.py --vectors glove-6b-50d --max-vocabulary 0
 
-Numbers are from whatever CPU runs it, with TensorFlow's and onnxruntime's default thread pools; the JSON
-records the CPU count and the load average at the start so that a busy machine shows.
+Numbers are from whatever CPU runs it, with TensorFlow's and onnxruntime's default thread pools. The JSON's
+`provenance` (`keras_match.provenance`) records the command, the code, the versions (and onnxruntime's), the
+machine (with its load average at the end), the start and end times, the run or the vectors exported, the TrecQA
+data files with their sha256, and the load average at the start, so that a busy machine shows.
 """
 
 import argparse
@@ -67,12 +69,16 @@ def _timed(fn, repeats, warmup):
 def build_run(run_dir, data_dir, vectors=None, max_vocabulary=None):
     """The run to export: a trained run directory, or mcan_fm with random weights: with `vectors`, its zoo preset
     with those frozen vectors and the vocabulary `keras-match train` gives it (the TRAIN-ALL words, then the
-    vector file's words, `max_vocabulary` of them); without, the paper's sizes and a TRAIN-ALL vocabulary."""
+    vector file's words, `max_vocabulary` of them); without, the paper's sizes and a TRAIN-ALL vocabulary.
+
+    Returns:
+        `(run, description, vectors)`: `vectors` is `{"path", "sha256"}` of the vectors read, or None.
+    """
     from keras_match import runs, zoo
     from keras_match.recipe import Recipe
 
     if run_dir:
-        return runs.load_run(run_dir), f"run {run_dir}"
+        return runs.load_run(run_dir), f"run {run_dir}", None
     if vectors:  # as `keras-match train` prepares it (the recipe), without the training
         recipe = Recipe.prepare("mcan_fm", "trecqa-clean", data_dir=data_dir, embeddings=vectors,
                                 max_vocabulary=max_vocabulary)
@@ -80,12 +86,14 @@ def build_run(run_dir, data_dir, vectors=None, max_vocabulary=None):
         model, _ = recipe.model(preprocessor)
         description = (f"mcan_fm zoo preset, random weights, vectors {vectors}, max_vocabulary {max_vocabulary} "
                        f"({preprocessor.vocab_size} ids)")
+        source = {"path": recipe.vectors.source, "sha256": recipe.vectors.sha256}
     else:  # the paper's sizes with random (frozen) embeddings over the training words
         recipe = Recipe.prepare("mcan_fm", "trecqa-clean", data_dir=data_dir, embeddings=None, max_vocabulary=0)
         preprocessor = recipe.preprocessor()
         model = zoo.build(recipe.settings, **preprocessor.model_arguments())
         description = f"mcan_fm paper settings, random weights, TrecQA train-all vocabulary ({preprocessor.vocab_size} ids)"
-    return runs.Run(model=model, preprocessor=preprocessor, config={"zoo": "mcan_fm"}), description
+        source = None
+    return runs.Run(model=model, preprocessor=preprocessor, config={"zoo": "mcan_fm"}), description, source
 
 
 def main(argv=None):
@@ -107,11 +115,11 @@ def main(argv=None):
     import onnxruntime
     import tensorflow as tf
 
-    from keras_match import export, pipeline
+    from keras_match import export, pipeline, provenance, training
     from keras_match.datasets.catalog import load_by_name
 
-    load_average = os.getloadavg()
-    run, description = build_run(args.run_dir, args.data_dir, args.vectors, args.max_vocabulary)
+    started, load_average = time.time(), os.getloadavg()
+    run, description, vectors = build_run(args.run_dir, args.data_dir, args.vectors, args.max_vocabulary)
     out = pathlib.Path(args.out) if args.out else pathlib.Path(tempfile.mkdtemp(prefix="export_latency_"))
     try:
         _log("exporting", description)
@@ -122,13 +130,14 @@ def main(argv=None):
         converted = export.to_onnx(version_dir)
         onnx_seconds = time.perf_counter() - start
 
-        test = list(load_by_name("trecqa-clean", data_dir=args.data_dir)["test"])
+        trecqa = load_by_name("trecqa-clean", data_dir=args.data_dir)
+        test = list(trecqa["test"])
         groups = []
         for question in test:
             answers = [c.text for c in question.candidates]
             answers = [answers[i % len(answers)] for i in range(args.candidates)]
             groups.append((question.text, answers))
-        pairs = load_by_name("trecqa-clean", data_dir=args.data_dir)["test"].pairs()
+        pairs = trecqa["test"].pairs()
         n = args.batch_size
         batches = [(pairs.questions[i:i + n].tolist(), pairs.answers[i:i + n].tolist())
                    for i in range(0, len(pairs) - n + 1, n)]
@@ -191,8 +200,6 @@ def main(argv=None):
 
         result = {
             "model": description,
-            "machine": {"cpus": os.cpu_count(), "load_average_at_start": [round(x, 2) for x in load_average],
-                        "tensorflow": tf.__version__, "onnxruntime": onnxruntime.__version__},
             "export": {
                 "saved_model_seconds": round(export_seconds, 2),
                 "saved_model_mb": _size_mb(version_dir),
@@ -212,6 +219,11 @@ def main(argv=None):
                 "peak_rss_mb_before": round(rss_before, 1),
                 "peak_rss_mb_after": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
             },
+            "provenance": provenance.collect(
+                started, run_dir=args.run_dir, embeddings=vectors,
+                max_vocabulary=args.max_vocabulary if args.vectors else None, dataset="trecqa-clean",
+                data_files=training.data_files(trecqa), onnxruntime=onnxruntime.__version__,
+                load_average_at_start=[round(x, 2) for x in load_average]),
         }
         print(json.dumps(result, indent=2))
         return result

@@ -3,9 +3,11 @@
 Milliseconds per step of `--steps` length-bucketed batches of the entry's loss mode (pointwise for the papers'
 presets), made as training makes them (`keras_match.recipe.Recipe.batches`): `train_on_batch` on batches already
 in memory, `fit` on the training pipeline, and `fit` on the same batches already in memory (so the difference of
-the last two is the input pipeline's share). No callbacks.
+the last two is the input pipeline's share). No callbacks. The JSON's `provenance` (`keras_match.provenance`)
+records the command, the code, the versions, the machine (with its load average at the end), the start and end
+times, the seed, the data files and the vectors with their sha256.
 
-    KERAS_MATCH_DATA=../shared/data python benchmarks/fit_overhead.py mcan_fm --steps 120
+    KERAS_MATCH_DATA=../shared/data python benchmarks/fit_overhead.py mcan_fm --steps 120 > fit_overhead.json
 """
 
 import argparse
@@ -28,8 +30,10 @@ def main(argv=None):
 
     import tensorflow as tf
 
+    from keras_match import provenance, training
     from keras_match.recipe import Recipe
 
+    started = time.time()
     # the entry prepared as `keras-match train` prepares it (the vocabulary: the training words only)
     recipe = Recipe.prepare(args.name, "trecqa-clean", seed=args.seed, max_vocabulary=0)
     preprocessor = recipe.preprocessor()
@@ -57,9 +61,13 @@ def main(argv=None):
     start = time.perf_counter()
     fit_model.fit(in_memory, epochs=1, verbose=0)
     fit_in_memory = (time.perf_counter() - start) / n
-    print(json.dumps({"zoo": args.name, "steps": n, "load_average": [round(x, 2) for x in os.getloadavg()],
+    vectors = {"path": recipe.vectors.source, "sha256": recipe.vectors.sha256} if recipe.vectors else None
+    print(json.dumps({"zoo": args.name, "steps": n,
                       "ms_per_step": {"train_on_batch": round(1000 * on_batch, 1), "fit_pipeline": round(1000 * fit, 1),
-                                      "fit_in_memory": round(1000 * fit_in_memory, 1)}}, indent=2))
+                                      "fit_in_memory": round(1000 * fit_in_memory, 1)},
+                      "provenance": provenance.collect(started, seed=args.seed, dataset="trecqa-clean",
+                                                       data_files=training.data_files(recipe.dataset),
+                                                       embeddings=vectors)}, indent=2))
 
 
 if __name__ == "__main__":

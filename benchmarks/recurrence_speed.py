@@ -19,9 +19,12 @@ threads, `time.process_time`), which other processes on a shared machine disturb
 for both.
 
 Usage:
-    python benchmarks/recurrence_speed.py [--batch-size 256] [--units 512] [--rounds 15] [--data-dir DIR]
+    python benchmarks/recurrence_speed.py [--batch-size 256] [--units 512] [--rounds 15] [--data-dir DIR] \
+        > recurrence_speed.json
 
-Prints one JSON object.
+Prints one JSON object, with its `provenance` (`keras_match.provenance`: the command, the code, the versions, the
+machine with its load average at the end, the start and end times, the seed, the TrecQA files read with their
+sha256, and the load average at the start).
 """
 
 from __future__ import annotations
@@ -29,7 +32,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import time
 
@@ -37,21 +39,22 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
 
-from keras_match import datasets, text  # noqa: E402
+from keras_match import datasets, provenance, text, training  # noqa: E402
 from keras_match.models.ctrn import build_ctrn, build_qrnn_matcher, build_recurrent_matcher  # noqa: E402
 
 MAX_QUESTION_LENGTH, MAX_ANSWER_LENGTH = 40, 60
 
 
 def trecqa_lengths(data_dir, count, seed):
-    """Token counts of `count` random TrecQA TRAIN-ALL pairs, truncated like the presets."""
-    pairs = datasets.load("trecqa", variant="raw", data_dir=data_dir)["train"].pairs()
+    """Token counts of `count` random TrecQA TRAIN-ALL pairs, truncated like the presets, and the data files read
+    (`keras_match.training.data_files`)."""
+    dataset = datasets.load("trecqa", variant="raw", data_dir=data_dir)
+    pairs = dataset["train"].pairs()
     rows = np.random.default_rng(seed).choice(len(pairs), size=count, replace=False)
     q = text.tokenize(list(pairs.questions[rows])).row_lengths().numpy()
     a = text.tokenize(list(pairs.answers[rows])).row_lengths().numpy()
-    return np.minimum(q, MAX_QUESTION_LENGTH), np.minimum(a, MAX_ANSWER_LENGTH)
+    return np.minimum(q, MAX_QUESTION_LENGTH), np.minimum(a, MAX_ANSWER_LENGTH), training.data_files(dataset)
 
 
 def make_batches(q_lengths, a_lengths, batch_size, vocab_size, seed):
@@ -89,7 +92,9 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
 
-    q_lengths, a_lengths = trecqa_lengths(args.data_dir, args.batch_size * (args.rounds + args.warmup), args.seed)
+    started, load_average = time.time(), os.getloadavg()
+    q_lengths, a_lengths, data_files = trecqa_lengths(args.data_dir, args.batch_size * (args.rounds + args.warmup),
+                                                      args.seed)
     batches = make_batches(q_lengths, a_lengths, args.batch_size, args.vocab_size, args.seed)
     common = dict(
         projection_dim=None, num_dense_layers=1, dense_units=128, dropout=0.5, l2=4e-6, num_features=0,
@@ -154,8 +159,9 @@ def main(argv=None):
         "ratios_cpu": ratios(cpu_median),
         "targets": {"ctrn_over_qrnn": 1.25, "ctrn_over_lstm": 0.5},
         "default_ctrn": default,
-        "machine": {"cpus": os.cpu_count(), "load_average_1_5_15_min": [round(x, 2) for x in os.getloadavg()],
-                    "tensorflow": tf.__version__, "keras": keras.__version__, "python": platform.python_version()},
+        "provenance": provenance.collect(
+            started, seed=args.seed, dataset="trecqa-raw", data_files=data_files,
+            load_average_at_start=[round(x, 2) for x in load_average]),
     }
     print(json.dumps(report, indent=2))
     return report

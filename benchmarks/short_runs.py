@@ -12,6 +12,10 @@ checkouts that give the same file agree on everything a user sees of these runs.
     python benchmarks/short_runs.py --compare before.json after.json
 
 `--only NAME` runs some of the runs (see `RUNS`); a run whose folder holds a finished run is read, not retrained.
+The JSON (`{"runs": [...], "provenance": {...}}`) carries its provenance (`keras_match.provenance`: the command,
+the code and its commit, the versions, the machine, the start and end times, the seed, `$KERAS_MATCH_DATA` and
+`$KERAS_MATCH_EMBEDDINGS`); each run's own `metrics.json` has the data files and vectors it read. `--compare`
+compares the figures only, so files from before the provenance (with `commit` and `versions` keys) still compare.
 """
 
 import argparse
@@ -123,18 +127,17 @@ def main(argv=None):
         lines = compare(*args.compare)
         print("\n".join(lines) if lines else "identical: figures, epoch histories, signatures and served scores")
         return 1 if lines else 0
-    import subprocess
+    from keras_match import provenance
 
-    import keras
-    import tensorflow as tf
-
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                            cwd=pathlib.Path(__file__).parent).stdout.strip()
-    results = {"commit": commit, "versions": {"tensorflow": tf.__version__, "keras": keras.__version__},
-               "data": os.environ.get("KERAS_MATCH_DATA"), "embeddings": os.environ.get("KERAS_MATCH_EMBEDDINGS"),
-               "runs": []}
+    # this process's command, taken now: each run's `keras-match train` (cli.main) sets the command of its own run
+    command = provenance.command_line(sys.argv)
+    started = time.time()
+    results = {"runs": []}
     for name in args.only or RUNS:
         results["runs"].append(run_one(name, args.out, args.seed))
+        results["provenance"] = provenance.collect(started, command, seed=args.seed,
+                                                   data_dir=os.environ.get("KERAS_MATCH_DATA"),
+                                                   embeddings=os.environ.get("KERAS_MATCH_EMBEDDINGS"))
         if args.json:  # each run written as it finishes
             pathlib.Path(args.json).write_text(json.dumps(results, indent=1) + "\n")
     print(json.dumps(results, indent=1))

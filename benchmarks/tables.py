@@ -41,7 +41,8 @@ class TableError(Exception):
 def _files(pattern):
     paths = sorted(RESULTS.glob(pattern))
     if not paths:
-        raise TableError(f"no result file {RESULTS.relative_to(ROOT) / pattern}: run the command that writes it")
+        where = RESULTS.relative_to(ROOT) if RESULTS.is_relative_to(ROOT) else RESULTS
+        raise TableError(f"no result file {where / pattern}: run the command that writes it")
     return paths
 
 

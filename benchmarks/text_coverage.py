@@ -10,9 +10,15 @@ so a second table gives a training-free downstream check: an IDF-weighted GloVe 
 only match themselves) evaluated by MAP / MRR on TrecQA clean-dev+clean-test and on WikiQA dev+test questions
 with at least one correct and one wrong candidate.
 
+Prints one JSON object: the coverage figures of each rule (`coverage`), the ranking check's MAP / MRR
+(`ranking`, none with `--no-ranking`) and the `provenance` (`keras_match.provenance`: the command, the code, the
+versions, the machine, the start and end times, the data folder, and the data and GloVe files read with their
+sha256). `--table` prints the same figures as markdown tables instead. Progress goes to stderr.
+
 Usage::
 
-    python benchmarks/text_coverage.py [--data /work/shared/data]
+    python benchmarks/text_coverage.py [--data /work/shared/data] [--no-ranking] > text_coverage.json
+    python benchmarks/text_coverage.py --table [--data /work/shared/data] [--no-ranking]
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import argparse
 import collections
 import csv
 import gzip
+import json
 import os
 import pathlib
 import sys
@@ -32,7 +39,9 @@ import tensorflow as tf  # noqa: E402
 import tensorflow_text as tf_text  # noqa: E402
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+from keras_match import provenance  # noqa: E402
 from keras_match import text as km_text  # noqa: E402
+from keras_match.datasets.download import sha256_of  # noqa: E402
 
 TRECQA = ("train-all.tsv.gz", "clean-dev.tsv", "clean-test.tsv")
 WIKIQA = ("WikiQA-train.tsv.gz", "WikiQA-dev.tsv.gz", "WikiQA-test.tsv.gz")
@@ -97,7 +106,7 @@ def _eval_questions(data_dir: pathlib.Path):
                 key = (path.name, row[idkey])
                 groups.setdefault(key, (row[qkey], []))[1].append((row[akey], int(row[lkey])))
         out[dataset] = [g for g in groups.values()
-                        if any(l > 0 for _, l in g[1]) and any(l <= 0 for _, l in g[1])]
+                        if any(label > 0 for _, label in g[1]) and any(label <= 0 for _, label in g[1])]
     return out
 
 
@@ -147,48 +156,118 @@ def count(rule, texts, batch=8192):
     return counts
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default=str(pathlib.Path(__file__).resolve().parents[2] / "shared" / "data"))
-    parser.add_argument("--no-ranking", action="store_true", help="coverage table only")
-    args = parser.parse_args(argv)
-    data_dir = pathlib.Path(args.data)
+GLOVE = pathlib.Path("glove") / "glove.6B.50d.filtered.txt.gz"
+
+
+def _log(*args):
+    print(*args, file=sys.stderr, flush=True)
+
+
+def _files(data_dir: pathlib.Path) -> dict[str, dict]:
+    """`{name: {"file": path, "sha256": digest}}` of the data files read (TrecQA's and WikiQA's)."""
+    paths = [data_dir / "trecqa" / "tsv" / n for n in TRECQA] + [data_dir / "wikiqa" / n for n in WIKIQA]
+    return {path.relative_to(data_dir).as_posix(): {"file": str(path), "sha256": sha256_of(path)} for path in paths}
+
+
+def measure(data_dir: pathlib.Path, ranking: bool = True, rules=None) -> dict:
+    """The figures of every rule of `rules` (default `RULES`) and their provenance: the JSON object `main` prints.
+
+    Returns:
+        `{"texts": {dataset: distinct texts}, "coverage": {rule: {dataset: {"token_coverage", "type_coverage",
+        "types", "tokens_per_text"}, "seconds"}}, "ranking": {"questions": {dataset: n}, "rules": {rule:
+        {dataset: {"map", "mrr"}}}} or None, "provenance": {...}}`; coverages are shares (0 to 1).
+    """
     import numpy as np
 
+    rules = RULES if rules is None else rules
+    started = time.time()
     vectors = {}
-    with gzip.open(data_dir / "glove" / "glove.6B.50d.filtered.txt.gz", "rb") as f:
+    with gzip.open(data_dir / GLOVE, "rb") as f:
         for line in f:
             word, values = line.split(b" ", 1)
             v = np.array(values.split(), dtype=np.float32)
             vectors[word] = v / (np.linalg.norm(v) or 1.0)
-    glove = vectors
     texts = dataset_texts(data_dir)
-    print(f"distinct texts: " + ", ".join(f"{k} {len(v):,}" for k, v in texts.items()))
-    header = f"{'rule':36s}" + "".join(f"{k + ' token':>15s}{k + ' type':>14s}{'types':>8s}{'tok/text':>9s}"
-                                       for k in texts)
-    print(header)
-    for name, rule in RULES.items():
+    _log("distinct texts: " + ", ".join(f"{k} {len(v):,}" for k, v in texts.items()))
+    coverage = {}
+    for name, rule in rules.items():
         start = time.perf_counter()
-        line = f"{name:36s}"
+        row = {}
         for dataset, items in texts.items():
             counts = count(rule, items)
             total = sum(counts.values())
-            covered = sum(n for tok, n in counts.items() if tok in glove)
-            types_covered = sum(1 for tok in counts if tok in glove)
-            line += (f"{100 * covered / total:14.2f}%{100 * types_covered / len(counts):13.2f}%{len(counts):8d}"
-                     f"{total / len(items):9.2f}")
-        print(line + f"   ({time.perf_counter() - start:.1f} s)", flush=True)
-    if args.no_ranking:
-        return
-    questions = _eval_questions(data_dir)
-    print("\nIDF-weighted GloVe alignment ranker (no training): MAP / MRR; "
-          + ", ".join(f"{k} {len(v)} questions" for k, v in questions.items()))
-    for name, rule in RULES.items():
-        line = f"{name:36s}"
-        for dataset, items in questions.items():
-            m, r = _alignment_map(rule, items, vectors)
-            line += f"   {dataset} {m:.4f} / {r:.4f}"
-        print(line, flush=True)
+            covered = sum(n for tok, n in counts.items() if tok in vectors)
+            types_covered = sum(1 for tok in counts if tok in vectors)
+            row[dataset] = {"token_coverage": round(covered / total, 6),
+                            "type_coverage": round(types_covered / len(counts), 6), "types": len(counts),
+                            "tokens_per_text": round(total / len(items), 4)}
+        row["seconds"] = round(time.perf_counter() - start, 1)
+        coverage[name] = row
+        _log(f"{name}: {row}")
+    result = {"texts": {k: len(v) for k, v in texts.items()}, "coverage": coverage, "ranking": None}
+    if ranking:
+        questions = _eval_questions(data_dir)
+        figures = {}
+        for name, rule in rules.items():
+            figures[name] = {}
+            for dataset, items in questions.items():
+                m, r = _alignment_map(rule, items, vectors)
+                figures[name][dataset] = {"map": round(float(m), 6), "mrr": round(float(r), 6)}
+            _log(f"{name}: {figures[name]}")
+        result["ranking"] = {"questions": {k: len(v) for k, v in questions.items()}, "rules": figures}
+    result["provenance"] = provenance.collect(
+        started, data_dir=str(data_dir), data_files=_files(data_dir),
+        embeddings={"path": str(data_dir / GLOVE), "sha256": sha256_of(data_dir / GLOVE)})
+    return result
+
+
+def table(result, where="result") -> str:
+    """The markdown tables of a result of `measure`: the coverage of each rule (tokens and types with a GloVe
+    vector, distinct tokens, tokens per text, per dataset) and, when measured, the ranking check's MAP / MRR.
+
+    Raises:
+        SystemExit: `result` (from `where`) has no provenance.
+    """
+    try:
+        provenance.check(result, where)
+    except ValueError as error:
+        raise SystemExit(str(error)) from None
+    datasets = list(result["texts"])
+
+    def cell(name):  # a rule's name may hold a '|'
+        return name.replace("|", "\\|")
+
+    header = ["rule"] + [f"{d} {what}" for d in datasets for what in ("token", "type", "types", "tok/text")]
+    lines = ["Distinct texts: " + ", ".join(f"{d} {n:,}" for d, n in result["texts"].items()), "",
+             "| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
+    for name, row in result["coverage"].items():
+        cells = [cell(name)]
+        for d in datasets:
+            cells += [f"{100 * row[d]['token_coverage']:.2f}%", f"{100 * row[d]['type_coverage']:.2f}%",
+                      str(row[d]["types"]), f"{row[d]['tokens_per_text']:.2f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    ranking = result.get("ranking")
+    if ranking:
+        questions = ranking["questions"]
+        lines += ["", "IDF-weighted GloVe alignment ranker (no training): MAP / MRR; "
+                  + ", ".join(f"{d} {n} questions" for d, n in questions.items()), "",
+                  "| rule | " + " | ".join(f"{d} MAP / MRR" for d in questions) + " |",
+                  "|---|" + "---:|" * len(questions)]
+        for name, row in ranking["rules"].items():
+            lines.append(f"| {cell(name)} | " + " | ".join(f"{row[d]['map']:.4f} / {row[d]['mrr']:.4f}"
+                                                     for d in questions) + " |")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", default=str(pathlib.Path(__file__).resolve().parents[2] / "shared" / "data"))
+    parser.add_argument("--no-ranking", action="store_true", help="coverage figures only")
+    parser.add_argument("--table", action="store_true", help="print markdown tables instead of JSON")
+    args = parser.parse_args(argv)
+    result = measure(pathlib.Path(args.data), ranking=not args.no_ranking)
+    print(table(result, "this run") if args.table else json.dumps(result, indent=2))
+    return result
 
 
 if __name__ == "__main__":

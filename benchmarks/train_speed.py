@@ -18,10 +18,14 @@ followed by the default vectors' words, those frozen vectors, the preset's batch
 - the padded share of the id tensors (padding / all positions) of each kind of batch;
 - peak resident memory (ru_maxrss).
 
-Prints one JSON object: `{"machine": ..., "entries": {name: {...}}}`. `--table FILE` prints such a file (or one
-that wraps it with more keys) as a markdown table instead of measuring:
+Prints one JSON object: `{"entries": {name: {...}}, "provenance": {...}}` (`keras_match.provenance`: the command,
+the code, the versions, the machine with its load average at the end, the start and end times, and the seed, the
+dataset, its data files and the vectors with their sha256, and the load average at the start). `--table FILE`
+prints such a file (or one that wraps it with more keys) as a markdown table instead of measuring; a file without
+provenance is refused:
 
-    python benchmarks/train_speed.py --table benchmarks/results/compare_aggregate_wikiqa/speed.json
+    python benchmarks/train_speed.py mcan_fm ctrn > speed.json
+    python benchmarks/train_speed.py --table speed.json
 
     python benchmarks/train_speed.py                      # every zoo entry
     python benchmarks/train_speed.py mcan_fm ctrn --rounds 5 --steps 30
@@ -43,6 +47,8 @@ import subprocess
 import sys
 import time
 
+from keras_match import provenance
+
 
 def measure(name, data_dir, rounds, steps, warmup, seed, loss=None, dataset_name="trecqa-clean",
             saved_model=False, serve_batch=256):
@@ -51,7 +57,7 @@ def measure(name, data_dir, rounds, steps, warmup, seed, loss=None, dataset_name
     import keras
     import numpy as np
 
-    from keras_match import pipeline, runs
+    from keras_match import pipeline, runs, training
     from keras_match.recipe import Recipe
 
     keras.utils.set_random_seed(seed)
@@ -123,6 +129,9 @@ def measure(name, data_dir, rounds, steps, warmup, seed, loss=None, dataset_name
         "vocab_size": preprocessor.vocab_size,
         "train_pairs": len(examples),
         "train_questions": len(recipe.train_split),
+        # what the entry read (`main` moves them to the provenance when every entry read the same)
+        "data_files": training.data_files(dataset),
+        "embeddings": {"path": recipe.vectors.source, "sha256": recipe.vectors.sha256} if recipe.vectors else None,
     }
     if saved_model:
         result["saved_model"] = serving_speed(runs.Run(model=model, preprocessor=preprocessor, config={"zoo": name}),
@@ -174,10 +183,38 @@ def serving_speed(run, pairs, batch_size):
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def table(results) -> str:
+SHARED = ("data_files", "embeddings")
+"""The keys of an entry's result that name what it read: the provenance's when every entry read the same."""
+
+
+def results_object(entries, started, seed, dataset, load_average_start):
+    """The printed JSON object: the entries, and their provenance; `data_files` and `embeddings` move from the
+    entries to the provenance when every measured entry has the same (else each entry keeps its own)."""
+    measured = [entry for entry in entries.values() if "error" not in entry]
+    shared = {}
+    for key in SHARED:
+        values = [entry.get(key) for entry in measured]
+        if values and all(value == values[0] for value in values):
+            shared[key] = values[0]
+            for entry in measured:
+                entry.pop(key, None)
+    return {"entries": entries,
+            "provenance": provenance.collect(started, seed=seed, dataset=dataset, **shared,
+                                             load_average_at_start=[round(x, 2) for x in load_average_start])}
+
+
+def table(results, where="results") -> str:
     """The markdown table of a results object: one row per entry, with its training questions and pairs per
     second (bucketed / plain), scoring pairs per second, SavedModel serving pairs per second when measured, the
-    padded share of bucketed batches and the peak memory; an entry whose child process failed shows its error."""
+    padded share of bucketed batches and the peak memory; an entry whose child process failed shows its error.
+
+    Raises:
+        SystemExit: `results` (read from `where`) has no provenance.
+    """
+    try:
+        provenance.check(results, where)
+    except ValueError as error:
+        raise SystemExit(str(error)) from None
     lines = ["| entry | training questions/s, bucketed / plain | training pairs/s, bucketed / plain | scoring "
              "pairs/s | SavedModel pairs/s | padding, bucketed | peak RSS MB |", "|---|---|---|---|---|---|---|"]
     for name, entry in results["entries"].items():
@@ -208,15 +245,20 @@ def main(argv=None):
     parser.add_argument("--serve-batch", type=int, default=256, help="pairs per serving call (default 256)")
     parser.add_argument("--entry", default=None, help=argparse.SUPPRESS)  # the per-entry child process
     parser.add_argument("--table", default=None, metavar="FILE",
-                        help="print the markdown table of a JSON file this script wrote, and stop")
+                        help="print the markdown table of a JSON file this script wrote (with its provenance), "
+                             "and stop")
     args = parser.parse_args(argv)
     if args.table:
         try:
             with open(args.table, encoding="utf-8") as f:
                 results = json.load(f)
-            print(table(results))
-        except (OSError, ValueError, KeyError, TypeError) as error:
+        except (OSError, ValueError) as error:
             raise SystemExit(f"--table {args.table}: not a JSON file of this script ({error!r})") from None
+        try:
+            lines = table(results, args.table)  # SystemExit without provenance
+        except (ValueError, KeyError, TypeError, AttributeError) as error:
+            raise SystemExit(f"--table {args.table}: not a JSON file of this script ({error!r})") from None
+        print(lines)
         return
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
@@ -229,7 +271,8 @@ def main(argv=None):
     from keras_match import zoo
 
     names = args.names or zoo.names()
-    results = {"machine": {"cpus": os.cpu_count(), "load_average_start": os.getloadavg()}, "entries": {}}
+    started, load_average_start = time.time(), os.getloadavg()
+    entries = {}
     for name in names:
         for loss in args.loss:
             key = name if loss is None else f"{name} {loss}"
@@ -243,12 +286,11 @@ def main(argv=None):
                 command += ["--data-dir", args.data_dir]
             child = subprocess.run(command, capture_output=True, text=True)
             if child.returncode != 0:
-                results["entries"][key] = {"error": child.stderr.strip().splitlines()[-1:]}
+                entries[key] = {"error": child.stderr.strip().splitlines()[-1:]}
             else:
-                results["entries"][key] = json.loads(child.stdout.strip().splitlines()[-1])
-            print(f"{key}: {json.dumps(results['entries'][key])}", file=sys.stderr, flush=True)
-    results["machine"]["load_average_end"] = os.getloadavg()
-    json.dump(results, sys.stdout, indent=2)
+                entries[key] = json.loads(child.stdout.strip().splitlines()[-1])
+            print(f"{key}: {json.dumps(entries[key])}", file=sys.stderr, flush=True)
+    json.dump(results_object(entries, started, args.seed, args.dataset, load_average_start), sys.stdout, indent=2)
     print()
 
 

@@ -4,11 +4,15 @@ For each run folder (from `keras-match train` or benchmarks/reproduce.py) and ea
 dataset's test split as it is (its vocabulary, its features' document frequencies: nothing is refitted) and the
 benchmark's own convention picks the questions (WikiQA: those with a correct and an incorrect answer). The BM25
 row ranks each question's candidates by `bm25s` (k1 1.5, b 0.75, Lucene IDF) over the split's distinct
-candidate texts, tokenized as the models tokenize. Prints JSON (every figure), then, on stderr, a markdown
-table: one row per (model, pair features) with the mean and standard deviation over its runs (seeds).
+candidate texts, tokenized as the models tokenize. Prints one JSON object (every figure, and its `provenance`,
+`keras_match.provenance`: the command, the code, the versions, the machine, the start and end times, the datasets
+and their data files with their sha256). `--table FILE` prints such a file as a markdown table instead: one row
+per (model, pair features) with the mean and standard deviation over its runs (seeds); a file without provenance
+is refused.
 
     KERAS_MATCH_DATA=../shared/data python benchmarks/transfer.py runs/ablation/runs/*-s* \
         --datasets trecqa-clean wikiqa > transfer.json
+    python benchmarks/transfer.py --table transfer.json
 """
 
 from __future__ import annotations
@@ -19,6 +23,9 @@ import json
 import os
 import statistics
 import sys
+import time
+
+from keras_match import provenance
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
@@ -65,20 +72,65 @@ def _cell(values):
     return f"{statistics.mean(values):.3f} ± {statistics.stdev(values):.3f}"
 
 
+def table(result, where="result") -> str:
+    """The markdown table of a result object of this script: BM25's row, then one row per (model, pair features)
+    with the mean and standard deviation over its runs (seeds), MAP and MRR on each dataset.
+
+    Raises:
+        SystemExit: `result` (read from `where`) has no provenance.
+    """
+    try:
+        provenance.check(result, where)
+    except ValueError as error:
+        raise SystemExit(str(error)) from None
+    splits = list(result["bm25"])
+    grouped = collections.defaultdict(list)
+    for entry in result["runs"].values():
+        grouped[_variant(entry)].append(entry)
+    header = ["model", "pair features", "seeds"] + [f"{n} {f.upper()}" for n in splits for f in ("map", "mrr")]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines.append("| " + " | ".join(["BM25", "–", "–"] + [f"{result['bm25'][n][f]:.3f}" for n in splits
+                                                          for f in ("map", "mrr")]) + " |")
+    for (model, features), entries in sorted(grouped.items()):
+        cells = [model, features, ", ".join(str(e["seed"]) for e in entries)]
+        cells += [_cell([e[n][f] for e in entries]) for n in splits for f in ("map", "mrr")]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("runs", nargs="+", help="finished run folders")
+    parser.add_argument("runs", nargs="*", help="finished run folders")
     parser.add_argument("--datasets", nargs="+", default=["trecqa-clean", "wikiqa"])
     parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--table", default=None, metavar="FILE",
+                        help="print the markdown table of a JSON file this script wrote (with its provenance), "
+                             "and stop")
     args = parser.parse_args(argv)
+    if args.table:
+        try:
+            with open(args.table, encoding="utf-8") as f:
+                result = json.load(f)
+        except (OSError, ValueError) as error:
+            raise SystemExit(f"--table {args.table}: not a JSON file of this script ({error!r})") from None
+        try:
+            lines = table(result, args.table)  # SystemExit without provenance
+        except (ValueError, KeyError, TypeError, AttributeError) as error:
+            raise SystemExit(f"--table {args.table}: not a JSON file of this script ({error!r})") from None
+        print(lines)
+        return
+    if not args.runs:
+        parser.error("give finished run folders (or --table FILE)")
 
     from keras_match import tasks, training
     from keras_match.datasets.catalog import load_by_name
 
-    splits = {}
+    started = time.time()
+    splits, data_files = {}, {}
     for name in args.datasets:
         dataset = load_by_name(name, data_dir=args.data_dir)
         splits[name] = (dataset["test"], tasks.task_for(dataset).no_positive)
+        data_files[name] = training.data_files(dataset)
     result = {"bm25": {name: bm25_figures(split, rule) for name, (split, rule) in splits.items()}, "runs": {}}
     for run_dir in args.runs:
         run = training.load_run(run_dir)
@@ -92,21 +144,9 @@ def main(argv=None):
         result["runs"][str(run_dir)] = entry
         print(f"{run_dir}: " + ", ".join(f"{n} MAP {entry[n]['map']:.3f}" for n in splits), file=sys.stderr,
               flush=True)
+    result["provenance"] = provenance.collect(started, datasets=args.datasets, data_files=data_files)
     json.dump(result, sys.stdout, indent=2)
     print()
-
-    grouped = collections.defaultdict(list)
-    for entry in result["runs"].values():
-        grouped[_variant(entry)].append(entry)
-    header = ["model", "pair features", "seeds"] + [f"{n} {f.upper()}" for n in splits for f in ("map", "mrr")]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines.append("| " + " | ".join(["BM25", "–", "–"] + [f"{result['bm25'][n][f]:.3f}" for n in splits
-                                                          for f in ("map", "mrr")]) + " |")
-    for (model, features), entries in sorted(grouped.items()):
-        cells = [model, features, ", ".join(str(e["seed"]) for e in entries)]
-        cells += [_cell([e[n][f] for e in entries]) for n in splits for f in ("map", "mrr")]
-        lines.append("| " + " | ".join(cells) + " |")
-    print("\n".join(lines), file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@ For each dataset and cap: the vocabulary size (ids), the dev / test tokens (dist
 that are out of the vocabulary, and how many of those the vector file has a vector for (the tokens a larger cap
 would give their own vector), and how many have no vector in the file at all (a model with frozen embeddings
 sees them as its out-of-vocabulary vector, or as the zero vector of a vocabulary word the file lacks, whatever
-the cap).
+the cap). The JSON's `provenance` (`keras_match.provenance`) records the command, the code, the versions, the
+machine, the start and end times, the datasets and their data files, and the vector file, with their sha256.
 
     KERAS_MATCH_DATA=../shared/data python benchmarks/vocabulary_coverage.py --datasets trecqa-clean \
         --caps 0 100000 200000 all > vocabulary_coverage.json
@@ -15,6 +16,7 @@ import argparse
 import json
 import os
 import sys
+import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
@@ -29,14 +31,17 @@ def main(argv=None):
 
     import numpy as np
 
-    from keras_match import tasks, text, vectors
+    from keras_match import provenance, tasks, text, training, vectors
     from keras_match.datasets.catalog import load_by_name
     from keras_match.preprocessors.pair import PairPreprocessor, PairSettings
 
+    started = time.time()
     source = vectors.load_vectors(args.vectors)
     result = {"vectors": source.source, "datasets": {}}
+    data_files = {}
     for name in args.datasets:
         dataset = load_by_name(name)
+        data_files[name] = training.data_files(dataset)
         task = tasks.task_for(dataset)
         training_texts = task.examples(dataset["train"]).texts
         tokens, without_a_vector = {}, {}  # per split; the same for every cap
@@ -60,6 +65,8 @@ def main(argv=None):
             rows[cap] = row
             print(f"{name} max_vocabulary={cap}: {row}", file=sys.stderr, flush=True)
         result["datasets"][name] = rows
+    result["provenance"] = provenance.collect(started, datasets=args.datasets, data_files=data_files,
+                                              embeddings={"path": source.source, "sha256": source.sha256})
     print(json.dumps(result, indent=2))
 
 

@@ -36,7 +36,7 @@ from keras_match.callbacks import DevEvaluationCallback
 from keras_match.datasets.download import sha256_of
 from keras_match.recipe import Recipe
 
-__all__ = ["train", "load_run", "Run"]
+__all__ = ["train", "load_run", "Run", "data_files"]
 
 # re-exported: a run is what train writes
 Run = runs.Run
@@ -54,8 +54,9 @@ def describe_split(name, split):
     return line
 
 
-def _data_files(dataset):
-    """`{split: {"file": path, "sha256": digest}}` for each split read from a file: what the run was trained on."""
+def data_files(dataset):
+    """`{split: {"file": path, "sha256": digest}}` for each split read from a file: what the run was trained on
+    (a run's `config.json` and provenance; the benchmark scripts' provenance too)."""
     files = {}
     for name, split in dataset.splits.items():
         if split.source and os.path.isfile(split.source):
@@ -104,7 +105,7 @@ def run_config(recipe, name, spec, train_split, max_train_questions, embeddings_
         "max_train_questions": max_train_questions,
         "embeddings": str(embeddings_path) if embeddings_path else None,
         "embeddings_sha256": vectors.sha256 if vectors is not None else None,
-        "data_files": _data_files(recipe.dataset),
+        "data_files": data_files(recipe.dataset),
     }
 
 

@@ -10,7 +10,7 @@ import shutil
 import numpy as np
 import pytest
 
-from keras_match import cli, export, recipe, text, training, vectors, zoo
+from keras_match import cli, export, provenance, recipe, text, training, vectors, zoo
 from keras_match.text import OOV_ID, TextEncoder
 
 TINY = "the 0.1 0.2 0.3\ncat -1 0.5 2e-1\nNew 1 1 1\nzürich 1.5 -2.5 3\ncat 9 9 9\nhello-world 2 2 2\n"
@@ -310,7 +310,11 @@ def test_vocabulary_coverage_counts_wikiqa_tokens_without_a_vector(tmp_path, dat
     source.write_text("the 1 0 0\nof 0 1 0\n– 0 0 1\n", encoding="utf-8")
     benchmark_module("vocabulary_coverage").main(["--datasets", "wikiqa", "--caps", "0", "all",
                                                  "--vectors", str(source)])
-    rows = json.loads(capsys.readouterr().out)["datasets"]["wikiqa"]
+    result = json.loads(capsys.readouterr().out)
+    found = provenance.check(result, "vocabulary_coverage")  # what made it: command, code, versions, machine, time
+    assert found["datasets"] == ["wikiqa"] and {"train", "dev", "test"} <= set(found["data_files"]["wikiqa"])
+    assert found["embeddings"] == {"path": str(source), "sha256": vectors.load_vectors(str(source)).sha256}
+    rows = result["datasets"]["wikiqa"]
     for split in ("dev", "test"):
         training_words, every_word = rows["0"][split], rows["all"][split]
         assert every_word["out_of_vocabulary_with_a_vector"] == 0  # the cap 'all' takes every word of the file

@@ -59,8 +59,8 @@ class CTRN(QRNNConvolutionLayer):
 
     Computed like `QRNN` (time-major, one matmul per gate over the causal windows), each text's gates over its
     own length only (plus at most k - 1 steps for index alignment), so the extra cost over a siamese QRNN is the
-    crossed cells' recurrence: about 1.2x the QRNN layer's CPU time per training step at d = 512, batch 256 and
-    TrecQA lengths (see `benchmarks/recurrence_speed.py`).
+    crossed cells' recurrence, measured by `benchmarks/recurrence_speed.py` (training-step time of QRNN, CTRN and an
+    LSTM at d = 512, batch 256 and TrecQA lengths; its result file is `benchmarks/results/recurrence_speed.json`).
 
     Readings chosen where the flattened equations are ambiguous:
 
@@ -82,13 +82,10 @@ class CTRN(QRNNConvolutionLayer):
       `|partner| - 1`. So the shorter text reads every r-th gate of the longer one; the longer text reads
       the shorter one's gates at `t * r` and, past its end, its last real gate.
 
-    Default: `"index"`, which trained better on TrecQA. With the `ctrn` preset (512 filters, the four overlap
-    features, frozen GloVe 6B 50d) on TRAIN for up to 25 epochs, choosing on raw dev, the 3 seeds (1234, 1, 2)
-    gave a best raw-dev MAP of 0.7800 on average for `"index"` and 0.7725 for `"stretch"`. `"index"` was higher
-    on each seed (0.7905 / 0.7678 / 0.7818 against 0.7791 / 0.7645 / 0.7738). On raw test it scored
-    0.7509 against 0.7385. The run was `benchmarks/reproduce.py ctrn --dataset trecqa-raw --train-split train
-    --epochs 25 --seeds 1234 1 2 [--set 'alignment="stretch"']`. `"index"` is also what the paper's own words
-    describe ("a simple index-wise alignment"), and it needs no gathers.
+    Default: `"index"`, what the paper's own words describe ("a simple index-wise alignment"), which needs no
+    gathers. Both readings are measured with the `ctrn` preset on raw TrecQA TRAIN (at most 25 epochs, chosen on
+    raw dev, 3 seeds): rows 0 and 4 of `benchmarks/ablations/ctrn_trecqa_raw.json`, their result files in
+    `benchmarks/results/ctrn_trecqa_raw/` and their table `python benchmarks/tables.py ctrn-trecqa`.
 
     The layer adds no weights over `QRNN`: same fused kernel `[k, m, 3 * units]` (Z, F, O) and bias.
 
