@@ -4,7 +4,7 @@ Every run's `metrics.json` and every result file a benchmark script writes carri
 
 ```
 {"command": "keras-match train mcan_fm --dataset trecqa-clean --epochs 5",
- "code": {"keras_match": "0.1.0", "commit": "5241c94...", "dirty": false},
+ "code": {"keras_match": "0.1.0", "commit": "5241c94...", "dirty": false, "changed": []},
  "versions": {"python": "3.11.7", "tensorflow": "2.21.0", "keras": "3.15.1", "numpy": "2.4.1"},
  "machine": {"cpu": "Intel(R) Xeon(R) ...", "cores": 2, "threads": 2, "platform": "Linux-..."},
  "started": "2026-11-24T23:40:01+00:00", "finished": "2026-11-24T23:49:12+00:00",
@@ -59,22 +59,27 @@ def command_line(argv=None) -> str:
     return shlex.join(["python", *argv]) if argv else ""
 
 
+CODE_PATHS = ("keras_match", "zoo", "tuning", "benchmarks", "setup.cfg", "setup.py", "pyproject.toml")
+"""The tracked paths whose changes change what a run computes (`benchmarks/results/` aside: a benchmark that
+rewrites its committed results does not change the code that computes them; README and tests compute nothing)."""
+
+
 def code() -> dict:
-    """keras-match's version and, in a git checkout, its commit and whether a tracked file other than a result
-    file (`benchmarks/results/`) differs from it (`dirty`)."""
+    """keras-match's version (the imported package's) and, in a git checkout, its commit, whether a file of
+    `CODE_PATHS` differs from it or is not in it (`dirty`: changed, added or untracked, ignored files aside) and
+    which (`changed`, at most 20)."""
     from keras_match import __version__
 
-    info = {"keras_match": __version__, "commit": None, "dirty": None}
+    info = {"keras_match": __version__, "commit": None, "dirty": None, "changed": None}
     try:
         commit = subprocess.run(["git", "-C", str(_ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
                                 timeout=10)
         if commit.returncode == 0:
-            # the code differs from the commit: a tracked file changed, result files aside (a benchmark that
-            # rewrites its committed results does not make the code that computes them dirty)
-            status = subprocess.run(["git", "-C", str(_ROOT), "status", "--porcelain", "--untracked-files=no", "--",
-                                     ".", ":(exclude)benchmarks/results"],
+            status = subprocess.run(["git", "-C", str(_ROOT), "status", "--porcelain", "--untracked-files=all", "--",
+                                     *CODE_PATHS, ":(exclude)benchmarks/results"],
                                     capture_output=True, text=True, timeout=10)
-            info.update(commit=commit.stdout.strip(), dirty=bool(status.stdout.strip()))
+            changed = sorted(line[3:] for line in status.stdout.splitlines() if line.strip())
+            info.update(commit=commit.stdout.strip(), dirty=bool(changed), changed=changed[:20])
     except (OSError, subprocess.SubprocessError):
         pass  # no git: the version alone
     return info

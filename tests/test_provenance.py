@@ -42,17 +42,43 @@ def test_dirty_means_the_code_differs_from_its_commit_not_the_result_files(tmp_p
     def git(*args):
         subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
 
-    (tmp_path / "benchmarks" / "results").mkdir(parents=True)
-    (tmp_path / "model.py").write_text("x = 1\n")
+    for folder in ("benchmarks/results", "keras_match", "tests"):
+        (tmp_path / folder).mkdir(parents=True)
+    (tmp_path / "keras_match" / "model.py").write_text("x = 1\n")
+    (tmp_path / "benchmarks" / "bench.py").write_text("z = 1\n")
     (tmp_path / "benchmarks" / "results" / "r.json").write_text("{}\n")
+    (tmp_path / "README.md").write_text("no figure\n")
+    (tmp_path / "tests" / "test_x.py").write_text("assert 1\n")
     git("init", "-q")
     git("add", "-A")
     git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c")
     monkeypatch.setattr(provenance, "_ROOT", tmp_path)
     assert provenance.code()["dirty"] is False
     (tmp_path / "benchmarks" / "results" / "r.json").write_text('{"rerun": 1}\n')  # a benchmark rewrote its result
-    (tmp_path / "notes.txt").write_text("untracked\n")
-    assert provenance.code()["dirty"] is False
-    (tmp_path / "model.py").write_text("x = 2\n")
+    (tmp_path / "README.md").write_text("a figure\n")  # README and tests compute nothing
+    (tmp_path / "tests" / "test_x.py").write_text("assert True\n")
+    (tmp_path / "notes.txt").write_text("untracked, outside the code\n")
+    assert provenance.code()["dirty"] is False and provenance.code()["changed"] == []
+    (tmp_path / "keras_match" / "model.py").write_text("x = 2\n")
+    (tmp_path / "benchmarks" / "bench.py").write_text("z = 2\n")
+    (tmp_path / "keras_match" / "new_module.py").write_text("y = 1\n")  # untracked code is code too
     found = provenance.code()
     assert found["dirty"] is True and len(found["commit"]) == 40
+    assert found["changed"] == ["benchmarks/bench.py", "keras_match/model.py", "keras_match/new_module.py"]
+
+
+def test_the_same_command_with_the_same_seed_gives_the_same_figures(trained_run, data_dir, tmp_path):
+    """Two runs of one `keras-match train` command and seed on one machine: identical metrics.json figures."""
+    from conftest import train_args
+
+    from keras_match import cli
+
+    again = tmp_path / "again"
+    assert cli.main(train_args(data_dir, again, "--epochs", "1")) == 0
+    first = json.loads((trained_run / "metrics.json").read_text())
+    second = json.loads((again / "metrics.json").read_text())
+    for split in ("dev", "test"):
+        for figure in ("map", "mrr", "p@1"):
+            assert second[split][figure] == first[split][figure], (split, figure)
+    assert second["provenance"]["seed"] == first["provenance"]["seed"]
+    assert second["provenance"]["data_files"] == first["provenance"]["data_files"]
