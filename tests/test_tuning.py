@@ -6,10 +6,13 @@ import json
 import time
 
 import keras_tuner as kt
+import numpy as np
 import pytest
 
-from keras_match import cli, tuning, zoo
+from keras_match import cli, heads, pipeline, tuning, zoo
 from keras_match.recipe import Recipe
+
+from learning_checks import ranking_figures_of_model, ranking_figures_of_scores
 
 # QRNN: the zoo's quickest model to build and train, so the searches below cost seconds per trial
 TINY = {"file": "tiny.json", "family": "ctrn",
@@ -71,6 +74,12 @@ def test_a_space_file_of_your_own_is_read_and_checked_against_the_entry(tmp_path
         tuning.read_space(tmp_path / "missing.json", "ctrn")
 
 
+def _dev_map(hypermodel, model):
+    """The dev MAP of a trial's model, measured by trec_eval (not keras_match.metrics)."""
+    return ranking_figures_of_model(model, hypermodel.preprocessor, hypermodel.recipe.dataset["dev"],
+                                    hypermodel.task.no_positive, inputs=hypermodel.dev_inputs)["map"]
+
+
 @pytest.fixture(scope="module")
 def hypermodel(data_dir):
     return tuning.MatchHyperModel("qrnn_wikiqa", "trecqa-clean", space=TINY, data_dir=data_dir, max_train_questions=12,
@@ -105,7 +114,13 @@ def test_a_grid_search_runs_every_combination_and_resumes_without_repeating(hype
     combos = {(r["hyperparameters"]["filters"], r["hyperparameters"]["projection_dim"]) for r in finished}
     assert combos == {(8, None), (8, 12), (16, None), (16, 12)}
     for r in finished:
-        assert 0 < r["dev"] <= 1 and r["epochs"] == 1 and r["seconds"] > 0
+        assert r["epochs"] == 1 and r["seconds"] > 0
+    # the dev MAP recorded for a trial is that of the model Keras Tuner kept for it (its best epoch's weights),
+    # scored again and measured by trec_eval: a trial of the interrupted search and the last of the resumed one
+    for r in (finished[0], finished[-1]):
+        kept = again.load_model(again.oracle.get_trial(r["trial"]))
+        assert r["dev"] == pytest.approx(_dev_map(hypermodel, kept), abs=1e-9), r
+    assert finished[0]["dev"] != finished[-1]["dev"]  # two models ranking differently: no accidental agreement
 
     result = tuning.write_results(again, hypermodel, tmp_path / "search")
     with open(result["files"]["csv"], encoding="utf-8") as f:
@@ -179,12 +194,31 @@ def test_a_search_on_a_dev_split_without_relevant_answers_is_refused_at_once(tmp
 
 def test_a_trial_reports_the_epochs_it_ran_and_its_whole_time_not_those_of_its_best_epoch(data_dir, tmp_path,
                                                                                           monkeypatch):
-    """Keras Tuner keeps each metric at the trial's best epoch: here the first of three."""
+    """Keras Tuner keeps each metric at the trial's best epoch: here the first of three. The first epoch's dev
+    figures are the real ones (the recipe's evaluator); the second and third epochs report 0, so that the first is
+    the best; what the trial records must then be the first epoch's figure, of the weights it had then."""
     hypermodel = tuning.MatchHyperModel("qrnn_wikiqa", "trecqa-clean", space=TINY, data_dir=data_dir,
                                         max_train_questions=12, verbose=0, dense_units=4, epochs=3, patience=5)
-    dev_maps = iter([0.9, 0.5, 0.4])
-    monkeypatch.setattr(Recipe, "evaluator",
-                        lambda *args, **kwargs: lambda: {"map": next(dev_maps), "mrr": 0.5, "p@1": 0.5})
+    real_evaluator, epochs = Recipe.evaluator, []
+
+    def first_epoch_best(self, model, preprocessor, examples, inputs=None):
+        evaluate = real_evaluator(self, model, preprocessor, examples, inputs)
+
+        def figures():
+            weights = [w.copy() for w in model.get_weights()]
+            if epochs:
+                epochs.append({"weights": weights})
+                return {"map": 0.0, "mrr": 0.0, "p@1": 0.0}
+            # the model's dev scores, from the evaluator's inputs, measured by trec_eval
+            scores = heads.ranking_score(heads.head_of(model), pipeline.predict(model, inputs,
+                                                                                preprocessor.SEQUENCE_INPUTS))
+            epochs.append({"weights": weights, "trec_eval": ranking_figures_of_scores(
+                hypermodel.recipe.dataset["dev"], scores, hypermodel.task.no_positive)})
+            return evaluate()
+
+        return figures
+
+    monkeypatch.setattr(Recipe, "evaluator", first_epoch_best)
     walls = []
     original = tuning.MatchHyperModel.fit
 
@@ -198,6 +232,11 @@ def test_a_trial_reports_the_epochs_it_ran_and_its_whole_time_not_those_of_its_b
     tuner = tuning.make_tuner(hypermodel, "random", tmp_path / "search", max_trials=1)
     tuner.search(verbose=0)
     (row,) = tuning.trial_rows(tuner)
-    assert row["dev"] == pytest.approx(0.9)
-    assert row["epochs"] == 3
+    assert len(epochs) == 3 and row["epochs"] == 3
     assert row["seconds"] == pytest.approx(walls[0], abs=0.2)
+    # the dev figure recorded is the first epoch's real MAP (trec_eval on that epoch's scores), and the model
+    # Keras Tuner kept for the trial has the first epoch's weights, which training then changed
+    assert row["dev"] == pytest.approx(epochs[0]["trec_eval"]["map"], abs=1e-9)
+    kept = tuner.load_model(tuner.oracle.get_trial(row["trial"]))
+    assert all(np.array_equal(a, b) for a, b in zip(kept.get_weights(), epochs[0]["weights"], strict=True))
+    assert not all(np.array_equal(a, b) for a, b in zip(epochs[0]["weights"], epochs[2]["weights"]))

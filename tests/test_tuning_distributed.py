@@ -12,9 +12,12 @@ import socket
 import subprocess
 import sys
 
+import keras_tuner as kt
 import pytest
 
 from keras_match import cli, tuning
+
+from learning_checks import ranking_figures_of_model
 
 GRID = {"builders": ["qrnn"],
         "hyperparameters": {"filters": {"type": "choice", "values": [8, 16]},
@@ -64,8 +67,24 @@ def test_a_chief_and_two_workers_run_every_trial_once_and_the_chief_reports_the_
     assert all(f"{name}: no trial left" in outputs[name] for name in ("tuner0", "tuner1"))
 
     rows = json.loads((tmp_path / "chief" / "trials.json").read_text())
-    assert len(rows) == 4 and all(row["dev"] is not None and 0 < row["dev"] <= 1 for row in rows)
+    assert len(rows) == 4 and all(row["dev"] is not None for row in rows)
     assert {(r["hyperparameters"]["filters"], r["hyperparameters"]["projection_dim"]) for r in rows} == COMBINATIONS
+    # The chief's dev MAP of a trial is that of the model the worker that ran it kept (in its own folder, as on its
+    # own machine), built with the hyperparameters the chief recorded, scored again here and measured by trec_eval:
+    # the first trial and one of the other worker (if it ran any).
+    hypermodel = tuning.MatchHyperModel("qrnn_wikiqa", "trecqa-clean", space=tuning.read_space(space, "qrnn_wikiqa"),
+                                        data_dir=data_dir, embeddings_path=None, max_train_questions=12, verbose=0,
+                                        epochs=1, dense_units=4)
+    checked = [rows[0], next((r for r in rows if ran[r["trial"]] != ran[rows[0]["trial"]]), rows[-1])]
+    for row in checked:
+        (worker,) = ran[row["trial"]]
+        trial = kt.engine.trial.Trial.load(tmp_path / "chief" / "search" / f"trial_{row['trial']}" / "trial.json")
+        model = hypermodel.build(trial.hyperparameters)
+        model.load_weights(tmp_path / worker / "search" / f"trial_{row['trial']}" / "checkpoint.weights.h5")
+        again = ranking_figures_of_model(model, hypermodel.preprocessor, hypermodel.recipe.dataset["dev"],
+                                         hypermodel.task.no_positive, inputs=hypermodel.dev_inputs)
+        assert row["dev"] == pytest.approx(again["map"], abs=1e-9), (row, worker)
+    assert checked[0]["dev"] != checked[1]["dev"]  # two models ranking differently: no accidental agreement
     assert len(re.findall(r"^trial \d+ \(", outputs["chief"], flags=re.M)) == 4  # the chief's line per trial
     best = json.loads((tmp_path / "chief" / "best.json").read_text())
     top = max(rows, key=lambda r: r["dev"])
