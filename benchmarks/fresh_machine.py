@@ -83,10 +83,11 @@ def main_job_table(path):
     if not job:
         raise ValueError(f"{path}: no main job (run with --main-job)")
     machine = result["provenance"]["machine"]
+    minutes, seconds = divmod(round(job["seconds"]), 60)
     return "\n".join([
         "| command | cores | wall time | peak memory | epochs | dev MAP | test MAP / MRR / P@1 |",
         "|---|---:|---|---:|---:|---:|---|",
-        f"| `{job['command']}` | {machine['threads']} | {int(job['seconds'] // 60)} min {job['seconds'] % 60:.0f} s | "
+        f"| `{job['command']}` | {machine['threads']} | {minutes} min {seconds} s | "
         f"{job['peak_rss_mb'] / 1024:.1f} GB | {job['epochs_run']} | {job['dev']['map']:.3f} | "
         f"{job['test']['map']:.3f} / {job['test']['mrr']:.3f} / {job['test']['p@1']:.3f} |"])
 
