@@ -110,15 +110,10 @@ def result_path(out, index, seed):
 def finished(path):
     """Whether `path` holds a finished result with its provenance (a file written before results recorded where
     they came from is not: the plan runs it again)."""
-    from keras_match import provenance
-
+    summarize = _summarize()
     try:
-        results = json.loads(path.read_text())
-        for result in results.values():
-            provenance.check(result, path)
-            for one in result["runs"]:
-                provenance.check(one, path)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        summarize.read(path)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, summarize.ProvenanceError):
         return False
     return True
 

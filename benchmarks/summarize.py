@@ -27,9 +27,10 @@ import sys
 from keras_match.metrics import figure_name
 
 
-def _split(run, split):
-    """A run's figures on `split`: its own dev / test, else a transfer dataset's (reproduce.py --transfer)."""
-    return run.get(split) or (run.get("transfer") or {}).get(split)
+def figures_on(run, split):
+    """A run's figures on `split`: its own dev / test, else a transfer dataset's (reproduce.py --transfer); {}
+    when it has none."""
+    return run.get(split) or (run.get("transfer") or {}).get(split) or {}
 
 
 class ProvenanceError(Exception):
@@ -88,7 +89,9 @@ def _variant(result):
     return ", ".join(f"{k}={json.dumps(v)}" for k, v in sorted(overrides.items()) if k not in ("loss", "bucketing"))
 
 
-def _cell(values, digits=3):
+def cell(values, digits=3):
+    """A table cell: the mean of `values` with their standard deviation (`0.720 ± 0.028`), the value alone for
+    one, "–" for none."""
     if not values:
         return "–"
     mean = statistics.mean(values)
@@ -118,8 +121,8 @@ def summary(paths, figures=None, splits=("test",), sort=True):
     for (name, dataset, train, loss, plain, variant), runs in (sorted(grouped.items()) if sort else grouped.items()):
         rows.append({"model": name, "dataset": dataset, "train_split": train, "loss": loss,
                      "plain_batches": bool(plain), "variant": variant, "seeds": [r["seed"] for r in runs],
-                     "figures": {split: {figure: _stats([_split(r, split)[figure] for r in runs
-                                                         if figure in (_split(r, split) or {})])
+                     "figures": {split: {figure: _stats([figures_on(r, split)[figure] for r in runs
+                                                         if figure in (figures_on(r, split))])
                                          for figure in figures} for split in splits},
                      "epochs_run": _stats([r["epochs_run"] for r in runs]),
                      "train_pairs_per_s": _stats([r["train_pairs_per_s"] for r in runs if r.get("train_pairs_per_s")]),
@@ -159,7 +162,7 @@ def table(paths, figures=None, splits=("test",), sort=True):
         references = [bm25.get((dataset, split)) for split in splits]
         if all(references):
             cells = ["BM25", dataset, "–", "–"] + (["–"] if with_variants else []) + ["–"]
-            cells += [_cell([reference[figure]] if figure in reference else []) for reference in references
+            cells += [cell([reference[figure]] if figure in reference else []) for reference in references
                       for figure in figures]
             lines.append("| " + " | ".join(cells + ["–", "–", "–"]) + " |")
     for (name, dataset, train, loss, plain, variant), runs in (sorted(grouped.items()) if sort else grouped.items()):
@@ -168,10 +171,10 @@ def table(paths, figures=None, splits=("test",), sort=True):
         cells += [", ".join(str(r["seed"]) for r in runs)]
         for split in splits:
             for figure in figures:
-                cells.append(_cell([_split(r, split)[figure] for r in runs if figure in (_split(r, split) or {})]))
-        cells.append(_cell([r["epochs_run"] for r in runs], 1))
-        cells.append(_cell([r["train_pairs_per_s"] for r in runs if r.get("train_pairs_per_s")], 0))
-        cells.append(_cell([r["wall_time_s"] for r in runs], 0))
+                cells.append(cell([figures_on(r, split)[figure] for r in runs if figure in (figures_on(r, split))]))
+        cells.append(cell([r["epochs_run"] for r in runs], 1))
+        cells.append(cell([r["train_pairs_per_s"] for r in runs if r.get("train_pairs_per_s")], 0))
+        cells.append(cell([r["wall_time_s"] for r in runs], 0))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines), skipped
 

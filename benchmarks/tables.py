@@ -22,7 +22,6 @@ import difflib
 import json
 import pathlib
 import re
-import statistics
 import sys
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -68,20 +67,10 @@ def _groups(paths):
     return groups
 
 
-def _split(run, split):
-    return run.get(split) or (run.get("transfer") or {}).get(split) or {}
-
-
-def _cell(values, digits=3):
-    if not values:
-        return "–"
-    if len(values) == 1:
-        return f"{values[0]:.{digits}f}"
-    return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
-
-
 def _mean(runs, split, figure, digits=3):
-    return _cell([_split(r, split)[figure] for r in runs if figure in _split(r, split)], digits)
+    from summarize import cell, figures_on
+
+    return cell([figures_on(r, split)[figure] for r in runs if figure in figures_on(r, split)], digits)
 
 
 def _seeds(runs):
@@ -125,6 +114,8 @@ def semeval2016():
 def _plan_rows(folder, splits, rows=None):
     """The rows of an ablation folder (`NN-sSEED.json`, in the plan's order; `rows`: only these row numbers) with
     their figures on `splits`."""
+    from summarize import cell
+
     lines = []
     paths = _files(f"{folder}/*-s*.json")
     if rows is not None:
@@ -137,7 +128,7 @@ def _plan_rows(folder, splits, rows=None):
         cells = [f"`{name}`", label or "", _seeds(runs)]
         for split, figures in splits:
             cells += [_mean(runs, split, figure) for figure in figures]
-        cells += [_cell([r["epochs_run"] for r in runs], 1), _cell([r["wall_time_s"] for r in runs], 0)]
+        cells += [cell([r["epochs_run"] for r in runs], 1), cell([r["wall_time_s"] for r in runs], 0)]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 

@@ -228,10 +228,7 @@ def table(result, where="result") -> str:
     Raises:
         SystemExit: `result` (from `where`) has no provenance.
     """
-    try:
-        provenance.check(result, where)
-    except ValueError as error:
-        raise SystemExit(str(error)) from None
+    provenance.require(result, where)
     datasets = list(result["texts"])
 
     def cell(name):  # a rule's name may hold a '|'

@@ -211,10 +211,7 @@ def table(results, where="results") -> str:
     Raises:
         SystemExit: `results` (read from `where`) has no provenance.
     """
-    try:
-        provenance.check(results, where)
-    except ValueError as error:
-        raise SystemExit(str(error)) from None
+    provenance.require(results, where)
     lines = ["| entry | training questions/s, bucketed / plain | training pairs/s, bucketed / plain | scoring "
              "pairs/s | SavedModel pairs/s | padding, bucketed | peak RSS MB |", "|---|---|---|---|---|---|---|"]
     for name, entry in results["entries"].items():
@@ -249,16 +246,7 @@ def main(argv=None):
                              "and stop")
     args = parser.parse_args(argv)
     if args.table:
-        try:
-            with open(args.table, encoding="utf-8") as f:
-                results = json.load(f)
-        except (OSError, ValueError) as error:
-            raise SystemExit(f"--table {args.table}: not a JSON file of this script ({error!r})") from None
-        try:
-            lines = table(results, args.table)  # SystemExit without provenance
-        except (ValueError, KeyError, TypeError, AttributeError) as error:
-            raise SystemExit(f"--table {args.table}: not a JSON file of this script ({error!r})") from None
-        print(lines)
+        provenance.print_table(args.table, table)  # SystemExit when unreadable or without provenance
         return
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 

@@ -79,10 +79,7 @@ def table(result, where="result") -> str:
     Raises:
         SystemExit: `result` (read from `where`) has no provenance.
     """
-    try:
-        provenance.check(result, where)
-    except ValueError as error:
-        raise SystemExit(str(error)) from None
+    provenance.require(result, where)
     splits = list(result["bm25"])
     grouped = collections.defaultdict(list)
     for entry in result["runs"].values():
@@ -108,16 +105,7 @@ def main(argv=None):
                              "and stop")
     args = parser.parse_args(argv)
     if args.table:
-        try:
-            with open(args.table, encoding="utf-8") as f:
-                result = json.load(f)
-        except (OSError, ValueError) as error:
-            raise SystemExit(f"--table {args.table}: not a JSON file of this script ({error!r})") from None
-        try:
-            lines = table(result, args.table)  # SystemExit without provenance
-        except (ValueError, KeyError, TypeError, AttributeError) as error:
-            raise SystemExit(f"--table {args.table}: not a JSON file of this script ({error!r})") from None
-        print(lines)
+        provenance.print_table(args.table, table)  # SystemExit when unreadable or without provenance
         return
     if not args.runs:
         parser.error("give finished run folders (or --table FILE)")

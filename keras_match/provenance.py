@@ -153,3 +153,29 @@ def check(result: dict, where) -> dict:
     if missing:
         raise ValueError(f"{where}: provenance without {missing}; rerun the command that writes it")
     return found
+
+
+def require(result: dict, where) -> dict:
+    """`check` for a command that prints a table: the refusal is a `SystemExit` with the message (exit 1)."""
+    try:
+        return check(result, where)
+    except ValueError as error:
+        raise SystemExit(str(error)) from None
+
+
+def print_table(path, table) -> None:
+    """Print `table(result, path)`, the markdown of the result file at `path` (a benchmark's `--table FILE`).
+
+    Raises:
+        SystemExit: the file cannot be read, is not JSON or not of the script's form ("not a JSON file of this
+            script"), or has no provenance (`table` calls `require`); the message names `path`.
+    """
+    import json
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            result = json.load(f)
+        text = table(result, path)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+        raise SystemExit(f"--table {path}: not a JSON file of this script ({error!r})") from None
+    print(text)

@@ -80,12 +80,8 @@ def _fake_result(label, seed, value, provenance=True):
                         "runs": [run], **made}}
 
 
-def test_a_result_without_provenance_is_run_again_and_replaced(tmp_path, monkeypatch):
-    module = _ablation()
-    old = module.result_path(tmp_path, 0, 1)
-    old.write_text(json.dumps(_fake_result("base", 1, 0.5, provenance=False)))  # written before provenance
-    kept = module.result_path(tmp_path, 1, 1)
-    kept.write_text(json.dumps(_fake_result("weighted", 1, 0.6)))
+def _record_calls(module, monkeypatch):
+    """Replace the runs by one that writes a result of dev / test MAP 0.7; the (label, seed) list of its calls."""
     calls = []
 
     def fake_call(args, stdout, stderr):
@@ -95,6 +91,16 @@ def test_a_result_without_provenance_is_run_again_and_replaced(tmp_path, monkeyp
         return 0
 
     monkeypatch.setattr(module.subprocess, "call", fake_call)
+    return calls
+
+
+def test_a_result_without_provenance_is_run_again_and_replaced(tmp_path, monkeypatch):
+    module = _ablation()
+    old = module.result_path(tmp_path, 0, 1)
+    old.write_text(json.dumps(_fake_result("base", 1, 0.5, provenance=False)))  # written before provenance
+    kept = module.result_path(tmp_path, 1, 1)
+    kept.write_text(json.dumps(_fake_result("weighted", 1, 0.6)))
+    calls = _record_calls(module, monkeypatch)
     module.run(PLAN, tmp_path, seeds=[1])
     assert calls == [("base", 1)]
     assert json.loads(old.read_text())["mcan_fm"]["runs"][0]["dev"]["map"] == 0.7
@@ -196,15 +202,7 @@ def test_bad_plans_are_named(tmp_path, plan, message):
 
 def test_seeds_and_rows_run_only_their_part_and_an_unknown_row_is_named(tmp_path, monkeypatch):
     module = _ablation()
-    calls = []
-
-    def fake_call(args, stdout, stderr):
-        label, seed = args[args.index("--label") + 1], int(args[args.index("--seeds") + 1])
-        calls.append((label, seed))
-        stdout.write(json.dumps(_fake_result(label, seed, 0.7)))
-        return 0
-
-    monkeypatch.setattr(module.subprocess, "call", fake_call)
+    calls = _record_calls(module, monkeypatch)
     module.run(PLAN, tmp_path, seeds=[2], rows=[1])
     assert calls == [("weighted", 2)]
     module.run(PLAN, tmp_path, seeds=[2])  # the other process's result is not run again
