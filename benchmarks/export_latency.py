@@ -1,9 +1,10 @@
 """Export cost and serving latency of a zoo model: SavedModel (raw text) and ONNX (ids); prints JSON.
 
-Trains nothing. With `--run-dir` the run's model is exported. Without it, mcan_fm gets random weights and
-either the paper's sizes (300d embeddings, 300 LSTM units, highway 200, FM factors 10) with a TrecQA TRAIN-ALL
-vocabulary, or, with `--vectors glove-6b-50d [--max-vocabulary N]`, its zoo preset with those frozen vectors and
-the vocabulary `keras-match train` builds (the TRAIN-ALL words, then the vector file's words). Then:
+Trains nothing. With `--run-dir` the run's model is exported. Without it, the zoo entry `--model` (default
+mcan_fm) gets random weights and either the paper's sizes (mcan_fm: 300d embeddings, 300 LSTM units, highway
+200, FM factors 10; another entry: its preset's) with a TrecQA TRAIN-ALL vocabulary, or, with `--vectors
+glove-6b-50d [--max-vocabulary N]`, its zoo preset with those frozen vectors and the vocabulary `keras-match
+train` builds (the TRAIN-ALL words, then the vector file's words). Then:
 
 - export: wall time of `keras_match.export.saved_model` (SavedModel + warmup file) and of `to_onnx`
   (conversion + onnxruntime check), and their sizes on disk;
@@ -66,10 +67,11 @@ def _timed(fn, repeats, warmup):
     return seconds
 
 
-def build_run(run_dir, data_dir, vectors=None, max_vocabulary=None):
-    """The run to export: a trained run directory, or mcan_fm with random weights: with `vectors`, its zoo preset
-    with those frozen vectors and the vocabulary `keras-match train` gives it (the TRAIN-ALL words, then the
-    vector file's words, `max_vocabulary` of them); without, the paper's sizes and a TRAIN-ALL vocabulary.
+def build_run(run_dir, data_dir, vectors=None, max_vocabulary=None, model_name="mcan_fm"):
+    """The run to export: a trained run directory, or zoo entry `model_name` with random weights: with `vectors`,
+    its zoo preset with those frozen vectors and the vocabulary `keras-match train` gives it (the TRAIN-ALL words,
+    then the vector file's words, `max_vocabulary` of them); without, the paper's sizes and a TRAIN-ALL
+    vocabulary.
 
     Returns:
         `(run, description, vectors)`: `vectors` is `{"path", "sha256"}` of the vectors read, or None.
@@ -80,25 +82,27 @@ def build_run(run_dir, data_dir, vectors=None, max_vocabulary=None):
     if run_dir:
         return runs.load_run(run_dir), f"run {run_dir}", None
     if vectors:  # as `keras-match train` prepares it (the recipe), without the training
-        recipe = Recipe.prepare("mcan_fm", "trecqa-clean", data_dir=data_dir, embeddings=vectors,
+        recipe = Recipe.prepare(model_name, "trecqa-clean", data_dir=data_dir, embeddings=vectors,
                                 max_vocabulary=max_vocabulary)
         preprocessor = recipe.preprocessor()
         model, _ = recipe.model(preprocessor)
-        description = (f"mcan_fm zoo preset, random weights, vectors {vectors}, max_vocabulary {max_vocabulary} "
+        description = (f"{model_name} zoo preset, random weights, vectors {vectors}, max_vocabulary {max_vocabulary} "
                        f"({preprocessor.vocab_size} ids)")
         source = {"path": recipe.vectors.source, "sha256": recipe.vectors.sha256}
     else:  # the paper's sizes with random (frozen) embeddings over the training words
-        recipe = Recipe.prepare("mcan_fm", "trecqa-clean", data_dir=data_dir, embeddings=None, max_vocabulary=0)
+        recipe = Recipe.prepare(model_name, "trecqa-clean", data_dir=data_dir, embeddings=None, max_vocabulary=0)
         preprocessor = recipe.preprocessor()
         model = zoo.build(recipe.settings, **preprocessor.model_arguments())
-        description = f"mcan_fm paper settings, random weights, TrecQA train-all vocabulary ({preprocessor.vocab_size} ids)"
+        description = (f"{model_name} paper settings, random weights, TrecQA train-all vocabulary "
+                       f"({preprocessor.vocab_size} ids)")
         source = None
-    return runs.Run(model=model, preprocessor=preprocessor, config={"zoo": "mcan_fm"}), description, source
+    return runs.Run(model=model, preprocessor=preprocessor, config={"zoo": model_name}), description, source
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--run-dir", default=None, help="a finished run; default: paper-sized mcan_fm, random weights")
+    parser.add_argument("--run-dir", default=None, help="a finished run; default: --model, random weights")
+    parser.add_argument("--model", default="mcan_fm", help="without --run-dir: the zoo entry (default mcan_fm)")
     parser.add_argument("--data-dir", default=None, help="benchmark data (default $KERAS_MATCH_DATA)")
     parser.add_argument("--out", default=None, help="export folder (default: a temporary folder, removed)")
     parser.add_argument("--queries", type=int, default=200, help="timed 1 x 30 ranking calls per path")
@@ -119,12 +123,12 @@ def main(argv=None):
     from keras_match.datasets.catalog import load_by_name
 
     started, load_average = time.time(), os.getloadavg()
-    run, description, vectors = build_run(args.run_dir, args.data_dir, args.vectors, args.max_vocabulary)
+    run, description, vectors = build_run(args.run_dir, args.data_dir, args.vectors, args.max_vocabulary, args.model)
     out = pathlib.Path(args.out) if args.out else pathlib.Path(tempfile.mkdtemp(prefix="export_latency_"))
     try:
         _log("exporting", description)
         start = time.perf_counter()
-        version_dir = export.saved_model(run, out / "mcan_fm")
+        version_dir = export.saved_model(run, out / run.config.get("zoo", "model"))
         export_seconds = time.perf_counter() - start
         start = time.perf_counter()
         converted = export.to_onnx(version_dir)

@@ -13,6 +13,11 @@ is refused.
     KERAS_MATCH_DATA=../shared/data python benchmarks/transfer.py runs/ablation/runs/*-s* \
         --datasets trecqa-clean wikiqa > transfer.json
     python benchmarks/transfer.py --table transfer.json
+
+Without run folders it scores BM25 alone; `--split dev` scores the datasets' dev splits instead of their test
+splits (README's BM25 rows: `benchmarks/results/bm25/`):
+
+    python benchmarks/transfer.py --datasets trecqa-raw semeval2016 --split dev > benchmarks/results/bm25/dev.json
 """
 
 from __future__ import annotations
@@ -100,6 +105,8 @@ def main(argv=None):
     parser.add_argument("runs", nargs="*", help="finished run folders")
     parser.add_argument("--datasets", nargs="+", default=["trecqa-clean", "wikiqa"])
     parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--split", default="test", choices=("test", "dev"),
+                        help="the split of each dataset to score (default test)")
     parser.add_argument("--table", default=None, metavar="FILE",
                         help="print the markdown table of a JSON file this script wrote (with its provenance), "
                              "and stop")
@@ -107,9 +114,6 @@ def main(argv=None):
     if args.table:
         provenance.print_table(args.table, table)  # SystemExit when unreadable or without provenance
         return
-    if not args.runs:
-        parser.error("give finished run folders (or --table FILE)")
-
     from keras_match import tasks, training
     from keras_match.datasets.catalog import load_by_name
 
@@ -117,7 +121,9 @@ def main(argv=None):
     splits, data_files = {}, {}
     for name in args.datasets:
         dataset = load_by_name(name, data_dir=args.data_dir)
-        splits[name] = (dataset["test"], tasks.task_for(dataset).no_positive)
+        if args.split not in dataset:
+            raise SystemExit(f"transfer.py: {name} has no {args.split} split")
+        splits[name] = (dataset[args.split], tasks.task_for(dataset).no_positive)
         data_files[name] = training.data_files(dataset)
     result = {"bm25": {name: bm25_figures(split, rule) for name, (split, rule) in splits.items()}, "runs": {}}
     for run_dir in args.runs:
@@ -132,6 +138,7 @@ def main(argv=None):
         result["runs"][str(run_dir)] = entry
         print(f"{run_dir}: " + ", ".join(f"{n} MAP {entry[n]['map']:.3f}" for n in splits), file=sys.stderr,
               flush=True)
+    result["split"] = args.split
     result["provenance"] = provenance.collect(started, datasets=args.datasets, data_files=data_files)
     json.dump(result, sys.stdout, indent=2)
     print()

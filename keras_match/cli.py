@@ -187,9 +187,12 @@ def _cmd_explain(args):
     family = zoo.families().get(run.config.get("family")) or zoo.family_of(run.config.get("zoo"))
     if family.explain is None:
         raise ValueError(f"explain: the {family.name} family has no explanation plot (Compare-Aggregate's CNN "
-                         "maxima, zoo entries compare_aggregate_*, have one)")
+                         "maxima and the Coupled-LSTMs grid have one)")
     out = args.out or str(pathlib.Path(args.run_dir) / "explain.png")
-    for line in family.explain(run, texts, out, window=args.window):
+    options = {"window": args.window, "neurons": args.neurons}  # each family's explain takes its own, refuses others
+    if args.data_dir is not None:
+        options["data_dir"] = args.data_dir
+    for line in family.explain(run, texts, out, **options):
         print(line)
 
 
@@ -389,10 +392,17 @@ def build_parser():
     p.set_defaults(func=_cmd_evaluate)
 
     p = sub.add_parser("explain", help="plot what a model attends to for one example (Compare-Aggregate: where the "
-                       "CNN takes each dimension's largest value over the answer's words, the paper's Figure 2), as "
-                       "PNG; give the run's texts as for predict (--question TEXT --answer TEXT)")
+                       "CNN takes each dimension's largest value over the answer's words, the paper's Figure 2; "
+                       "Coupled-LSTMs: chosen neurons over the grid of word pairs, its Figure 3), as PNG; give the "
+                       "run's texts as for predict (--question TEXT --answer TEXT)")
     p.add_argument("run_dir")
-    p.add_argument("--window", type=_positive_int, default=None, help="window size to show (default: the largest)")
+    p.add_argument("--window", type=_positive_int, default=None,
+                   help="Compare-Aggregate: window size to show (default: the largest)")
+    p.add_argument("--neurons", nargs="+", default=None,
+                   help="Coupled-LSTMs: the channels to plot, or 'interpretable' (the four whose largest activations "
+                   "fall most often on equal words, over the run's dev split); default: the four of the largest "
+                   "activation on the pair")
+    p.add_argument("--data-dir", default=None, help="Coupled-LSTMs --neurons interpretable: the benchmark data")
     p.add_argument("--out", default=None, help="the PNG to write (default RUN_DIR/explain.png)")
     p.set_defaults(func=_cmd_explain)
 

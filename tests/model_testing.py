@@ -5,6 +5,7 @@
 entries are checked without new test code.
 """
 
+import functools
 import re
 
 import keras
@@ -12,6 +13,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_match import export, heads, pipeline, runs, zoo
+from keras_match.datasets import catalog
 from keras_match.recipe import Recipe
 
 SMALL_WIDTH = 8
@@ -21,11 +23,31 @@ _FACTOR_SETTING = re.compile(r"(^|_)(factors|rank)$")
 _KEEP = {"vocab_size", "kernel_size", "pool_size", "window_size", "batch_size"}
 
 
+FAMILY_SIZES = {
+    "coupled_lstm": {"max_blocks": 2, "max_question_length": 12, "max_answer_length": 16,
+                     "questions": {"ranking": 30, "classification": 400}},
+}
+"""What a family changes when a test builds it small (`small_overrides`, `small_lengths`) and in its short run
+(`questions`), where the defaults would make the tests too slow for CI.
+
+`coupled_lstm`: the C-LSTMs grid runs n + m - 1 sequential steps per block, forward and backward, over n * m
+cells; with the defaults one LC-LSTMs entry's short run trained 196 steps in 149 s here (texts of 30 / 40
+tokens), and exporting and serving the five entries took 23 minutes. Its tests cut texts at 12 / 16 tokens, stack
+at most two blocks (the stacked path is still the one checked) and train on fewer questions (pairs)."""
+
+def _family_sizes(name):
+    return FAMILY_SIZES.get(zoo.describe(name)["family"], {})
+
+
 def small_overrides(name):
     """Overrides that make zoo entry `name` small: integer width settings (`*_units`, `*_dim`, `*filters`,
-    `*_size` ...) capped at 8, factor counts at 2; depth, kernel sizes and the rest kept as the paper sets them."""
+    `*_size` ...) capped at 8, factor counts at 2, `blocks` at the family's `max_blocks` (`FAMILY_SIZES`); depth,
+    kernel sizes and the rest kept as the paper sets them."""
     overrides = {}
-    for key, value in zoo.describe(name)["model"].items():
+    model = zoo.describe(name)["model"]
+    if "max_blocks" in _family_sizes(name):
+        overrides["blocks"] = min(model["blocks"], _family_sizes(name)["max_blocks"])
+    for key, value in model.items():
         if key in _KEEP or isinstance(value, bool) or not isinstance(value, int):
             continue
         if _WIDTH_SETTING.search(key):
@@ -36,10 +58,19 @@ def small_overrides(name):
 
 
 SHORT_RUNS = {"ranking": ("trecqa-clean", 100), "classification": ("sick", 800)}
-"""The real data of the short run: a ranking entry trains on the first 100 TrecQA TRAIN-ALL questions (its clean
-dev split scores it), a classifier on the first 800 SICK training pairs."""
+"""The real data of the short run, by the task of the entry's dataset: a ranking entry trains on the first 100
+TrecQA TRAIN-ALL questions (its clean dev split scores it), a classifier on the first 800 SICK training pairs."""
 
 _DROPOUT = re.compile(r"(^|_)dropout$")
+
+
+def small_lengths(name):
+    """`{"max_question_length": ..., "max_answer_length": ...}` of a small build: the preset's, or the family's
+    caps (`FAMILY_SIZES`) where lower."""
+    preset = zoo.describe(name)["preprocessing"]
+    family = _family_sizes(name)
+    return {key: min(preset[key], family.get(key, preset[key])) for key in ("max_question_length",
+                                                                              "max_answer_length")}
 
 
 def short_run_overrides(name):
@@ -54,7 +85,18 @@ def short_run_overrides(name):
     overrides = dict(small_overrides(name), epochs=1, batch_size=32, max_vocabulary=0,
                      learning_rate=min(0.01, 10 * preset["training"]["learning_rate"]))
     overrides.update({key: 0.0 for key in preset["model"] if _DROPOUT.search(key)})
+    overrides.update(small_lengths(name))
     return overrides
+
+
+@functools.lru_cache(maxsize=None)
+def _task_of_dataset(dataset, data_dir):
+    return getattr(catalog.load_by_name(dataset, data_dir=data_dir), "task", "ranking")
+
+
+def task_kind(name, data_dir):
+    """The task (`"ranking"` or `"classification"`) of the entry's own dataset, loaded from `data_dir`."""
+    return _task_of_dataset(zoo.describe(name)["dataset"], str(data_dir))
 
 
 def _predict(model, inputs):
@@ -62,8 +104,9 @@ def _predict(model, inputs):
 
 
 def run_model_test(name, data_dir, tmp_path, seed=7):
-    """Builds zoo entry `name` small, trains it one epoch on real data through the recipe (`short_run_overrides`),
-    and checks it.
+    """Builds zoo entry `name` small, trains it one epoch on real data through the recipe (`short_run_overrides`,
+    with its family's `FAMILY_SIZES` changes), and checks it. The data is the short run's of the task of the
+    entry's own dataset (`SHORT_RUNS`).
 
     1. a short real-data run learns: after one epoch the dev figure is above the same model's untrained figure
        (ranking: MAP), or above chance (classification: accuracy above 1 / classes);
@@ -78,8 +121,9 @@ def run_model_test(name, data_dir, tmp_path, seed=7):
     Returns:
         dict of what was measured (`untrained`, `trained`, the monitored figure's name).
     """
-    task_kind = "classification" if name.endswith("_sick") else "ranking"
-    dataset, questions = SHORT_RUNS[task_kind]
+    kind = task_kind(name, data_dir)
+    dataset, questions = SHORT_RUNS[kind]
+    questions = _family_sizes(name).get("questions", {}).get(kind, questions)
     recipe = Recipe.prepare(name, dataset, data_dir=data_dir, seed=seed, max_train_questions=questions,
                             **short_run_overrides(name))
     task, monitor = recipe.task, recipe.task.monitor
@@ -93,7 +137,7 @@ def run_model_test(name, data_dir, tmp_path, seed=7):
     batches = recipe.batches(preprocessor, recipe.encode(preprocessor, recipe.train_examples), recipe.train_examples)
     fit_model.fit(batches.dataset, steps_per_epoch=batches.steps_per_epoch, epochs=1, verbose=0, shuffle=False)
     trained = evaluate()[monitor]
-    if task_kind == "ranking":
+    if kind == "ranking":
         assert trained > untrained, f"{name}: dev {monitor} {trained:.4f} after one epoch, {untrained:.4f} untrained"
     else:
         chance = 1.0 / len(task.label_names)

@@ -39,9 +39,19 @@ def test_transfer_table_refuses_a_result_without_provenance_naming_the_file(tmp_
     assert str(info.value).startswith(f"{path}: no provenance")
     with pytest.raises(SystemExit, match="^result: no provenance"):
         module.table(TRANSFER)
-    with pytest.raises(SystemExit):  # argparse's error: status 2, the message on stderr
-        module.main([])
-    assert "give finished run folders" in capsys.readouterr().err
+
+
+def test_transfer_without_runs_scores_bm25_on_the_chosen_split(data_dir, capsys):
+    """README's BM25 rows (`benchmarks/results/bm25/`): no run folders, `--split dev`."""
+    module = benchmark_module("transfer")
+    module.main(["--datasets", "trecqa-raw", "--split", "dev", "--data-dir", str(data_dir)])
+    result = json.loads(capsys.readouterr().out)
+    assert result["runs"] == {} and result["split"] == "dev" and result["provenance"]["datasets"] == ["trecqa-raw"]
+    # raw TrecQA dev: 78 questions with a relevant answer (3 without are dropped); deterministic (bm25s, k1 1.5, b 0.75)
+    assert result["bm25"]["trecqa-raw"]["num_questions"] == 78
+    assert result["bm25"]["trecqa-raw"]["map"] == pytest.approx(0.7506891840030974, abs=1e-9)
+    with pytest.raises(SystemExit, match="semeval2016 has no test split"):
+        module.main(["--datasets", "semeval2016", "--data-dir", str(data_dir)])
 
 
 def test_transfer_prints_json_with_provenance_and_its_table_on_request(tmp_path, data_dir, monkeypatch, capsys):

@@ -20,7 +20,7 @@ import textwrap
 import numpy as np
 import pytest
 import tf_serving_emulation
-from model_testing import small_overrides
+from model_testing import small_lengths, small_overrides
 
 from keras_match import export, text, training, zoo
 from keras_match import heads, pipeline
@@ -175,7 +175,8 @@ def exports(tmp_path_factory):
         model = zoo.load(name, vocab_size=encoder.vocab_size, compile=False, **small_overrides(name))
         randomize(model, seed)
         overlap = preset["overlap_features"]
-        preprocessor = PairPreprocessor(encoder, preset["max_question_length"], preset["max_answer_length"],
+        lengths = small_lengths(name)
+        preprocessor = PairPreprocessor(encoder, lengths["max_question_length"], lengths["max_answer_length"],
                                         overlap_features=overlap,
                                         document_frequencies=OverlapFeatures.build(TRAINING_TEXTS) if overlap else None)
         run = training.Run(model=model, preprocessor=preprocessor, config={"zoo": name})

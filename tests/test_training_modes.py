@@ -14,6 +14,7 @@ from keras_match.recipe import Recipe, settings_for_task
 
 from conftest import SMALL_MCAN, train_args
 from learning_checks import classification_figures, classification_figures_of_run
+from model_testing import small_overrides
 
 SMALL_CTRN = ["--set", "filters=16", "--set", "dense_units=8"]
 
@@ -98,9 +99,7 @@ def test_every_ranking_entry_compiles_for_every_loss_mode(name, loss):
 
 
 def _small(name):
-    if zoo.describe(name)["builder"] == "mcan":
-        return {"lstm_units": 4, "highway_units": 4, "fm_factors": 2, "embedding_dim": 6}
-    return {"filters": 4, "dense_units": 3, "embedding_dim": 6}
+    return small_overrides(name)  # any family's entries, small (tests/model_testing.py)
 
 
 # --------------------------------------------------------------------------------------------- classification

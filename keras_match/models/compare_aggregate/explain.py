@@ -119,7 +119,7 @@ def plot_conv_maxima(result, path, question=None):
     plt.close(figure)
 
 
-def plot_explanation(run, texts, out, window=None) -> list:
+def plot_explanation(run, texts, out, window=None, **options) -> list:
     """`keras-match explain` for a Compare-Aggregate run: plots `conv_maxima` of one pair to the PNG `out` and
     returns the lines to print (the model's output and the five words that win the most CNN maxima).
 
@@ -130,8 +130,12 @@ def plot_explanation(run, texts, out, window=None) -> list:
         window: the window size to show (default the largest).
 
     Raises:
-        ValueError: as `conv_maxima`, or `texts` holds other than one question and one answer.
+        ValueError: as `conv_maxima`; `texts` holds other than one question and one answer; an option this
+            explanation does not take (`--neurons` is Coupled-LSTMs').
     """
+    unknown = sorted(key for key, value in options.items() if value is not None)
+    if unknown:
+        raise ValueError(f"explain: a Compare-Aggregate run takes --window, not {', '.join('--' + k for k in unknown)}")
     if any(len(texts.get(key, ())) != 1 for key in ("question", "answer")):
         raise ValueError("explain shows one pair: give one --question and one --answer")
     question, answer = texts["question"][0], texts["answer"][0]

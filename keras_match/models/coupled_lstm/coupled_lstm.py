@@ -217,7 +217,8 @@ class CoupledLSTM2D(keras.layers.Layer):
     - Eq. 10 prints `[c_{i,j-1}, c_{i-1,j}]^T [f^1; f^2]`: read element-wise, `f^1` gating `c_{i,j-1}` and `f^2`
       gating `c_{i-1,j}` (the order of eq. 9's inputs); eq. 11 prints `o_t`, read as `o_{i,j}`.
     - Weights: eq. 5-6 name LSTM^1 and LSTM^2, and section 4.2 speaks of "four directional coupled-LSTMs",
-      so each LSTM and each direction has its own weights here. (Table 2 lists the same parameter count for
+      so by default each LSTM and each direction has its own weights here (`share_directions` and
+      `share_streams` tie them). (Table 2 lists the same parameter count for
       one direction and four, and its LC count fits LSTM^1 and LSTM^2 sharing weights; the paper does not
       say either.)
     - Initialization: "The other parameters are initialized by randomly sampling from uniform distribution in
@@ -243,6 +244,11 @@ class CoupledLSTM2D(keras.layers.Layer):
         recurrent_initializer: initializer of the recurrent kernels. Same default.
         bias_initializer: initializer of the biases. Same default.
         kernel_regularizer, recurrent_regularizer, bias_regularizer: optional regularizers (the paper's L2).
+        share_directions: bool, one weight set for all directions (built with a leading axis of 1 and broadcast
+            over the directions in the wavefront). Table 2's parameter counts fit only shared directions.
+        share_streams: bool, loose coupling only: LSTM^1 and LSTM^2 share one weight set (the `lstm1_*`
+            weights; no `lstm2_*` is built), which needs `dx == dy` for a pair input. Table 2's LC counts
+            (45K with one block, 135K with four) fit only shared streams and shared directions.
         **kwargs: standard `keras.layers.Layer` arguments (`name`, `dtype`, `trainable`).
 
     Call arguments:
@@ -310,6 +316,8 @@ class CoupledLSTM2D(keras.layers.Layer):
         kernel_regularizer=None,
         recurrent_regularizer=None,
         bias_regularizer=None,
+        share_directions=False,
+        share_streams=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -321,6 +329,14 @@ class CoupledLSTM2D(keras.layers.Layer):
         self.units = units
         self.coupling = coupling
         self.directions = int(directions)
+        for flag, value in (("share_directions", share_directions), ("share_streams", share_streams)):
+            if not isinstance(value, bool):
+                raise ValueError(f"`{flag}` must be true or false. Received: {flag}={value!r}")
+        if share_streams and coupling != "loose":
+            raise ValueError("`share_streams` ties LSTM^1 and LSTM^2 of loose coupling; a tight block has one cell. "
+                             f"Received: coupling={coupling!r}, share_streams=True")
+        self.share_directions = share_directions
+        self.share_streams = share_streams
         self.kernel_initializer = _initializer(kernel_initializer)
         self.recurrent_initializer = _initializer(recurrent_initializer)
         self.bias_initializer = _initializer(bias_initializer)
@@ -357,6 +373,11 @@ class CoupledLSTM2D(keras.layers.Layer):
             )
         if any(d is None for d in dims):
             raise ValueError(f"Layer {self.name} needs defined feature dimensions. Received input_shape={input_shape}")
+        if not grid and self.share_streams and dims[0] != dims[1]:
+            raise ValueError(
+                f"Layer {self.name} (share_streams=True) gives LSTM^1 (reading x) and LSTM^2 (reading y) one weight "
+                f"set, so x and y need the same feature dimension. Received input_shape={input_shape}"
+            )
         if grid and self.coupling == "loose" and dims[0] % 2:
             raise ValueError(
                 f"Layer {self.name} (loose coupling) splits a grid input's channels between its two LSTMs, so it "
@@ -375,18 +396,31 @@ class CoupledLSTM2D(keras.layers.Layer):
     def build(self, input_shape):
         grid, dims = self._input_dims(input_shape)
         self._grid_input = grid
-        d, u = self.directions, self.units
+        # One weight set broadcast over the direction axis when the directions share it (`_weight`).
+        d, u = (1 if self.share_directions else self.directions), self.units
         if self.coupling == "tight":
             self.kernel = self._add("kernel", (d, sum(dims), 5 * u), "kernel")
             self.recurrent_kernel = self._add("recurrent_kernel", (d, 2 * u, 5 * u), "recurrent")
             self.bias = self._add("bias", (d, 5 * u), "bias")
         else:
             stream_dims = (dims[0] // 2,) * 2 if grid else dims
-            for stream, dim in zip(("lstm1", "lstm2"), stream_dims):
+            streams = ("lstm1",) if self.share_streams else ("lstm1", "lstm2")
+            for stream, dim in zip(streams, stream_dims):
                 setattr(self, f"{stream}_kernel", self._add(f"{stream}_kernel", (d, dim, 4 * u), "kernel"))
                 setattr(self, f"{stream}_recurrent_kernel",
                         self._add(f"{stream}_recurrent_kernel", (d, 2 * u, 4 * u), "recurrent"))
                 setattr(self, f"{stream}_bias", self._add(f"{stream}_bias", (d, 4 * u), "bias"))
+
+    def _weight(self, name):
+        """The weight `name` as the cells use it, `[directions, ...]`: with `share_streams` LSTM^2's weights are
+        LSTM^1's; with `share_directions` the one slice is broadcast over the directions (its gradient is the sum
+        of the directions' gradients)."""
+        if self.share_streams:
+            name = name.replace("lstm2", "lstm1")
+        value = tf.cast(getattr(self, name), self.compute_dtype)
+        if self.share_directions and self.directions > 1:
+            value = tf.broadcast_to(value, [self.directions] + list(value.shape[1:]))
+        return value
 
     # ------------------------------------------------------------------------------------------------ call
 
@@ -424,17 +458,17 @@ class CoupledLSTM2D(keras.layers.Layer):
             inputs_at = self._sequence_inputs(x, y, len_x, len_y, batch, n, m)
 
         if self.coupling == "tight":
-            recurrent = self.recurrent_kernel
+            recurrent = self._weight("recurrent_kernel")
 
             def cell(inputs, h_left, c_left, h_up, c_up):
                 return tight_cell(inputs, h_left, c_left, h_up, c_up, recurrent)
         else:
-            recurrent = (self.lstm1_recurrent_kernel, self.lstm2_recurrent_kernel)
+            recurrent = (self._weight("lstm1_recurrent_kernel"), self._weight("lstm2_recurrent_kernel"))
 
             def cell(inputs, h_left, c_left, h_up, c_up):
                 return loose_cell(inputs, h_left, c_left, h_up, c_up, recurrent)
 
-        grids = wavefront(cell, inputs_at, n, m, batch, self.directions, self.output_units, self.compute_dtype)
+        grids = self._grid_states(cell, inputs_at, n, m, batch)
         total = None
         for direction in range(self.directions):
             flip_rows, flip_columns = DIRECTION_FLIPS[direction]
@@ -447,6 +481,11 @@ class CoupledLSTM2D(keras.layers.Layer):
         if grid_mask is not None:
             total = tf.where(grid_mask[..., None], total, tf.zeros_like(total))
         return total
+
+    def _grid_states(self, cell, inputs_at, n, m, batch):
+        """`[directions, batch, n, m, units]`, the states of every cell: the wavefront (`wavefront`). The one place
+        the schedule is chosen (`benchmarks/coupled_lstm_speed.py` times a cell-by-cell schedule in its place)."""
+        return wavefront(cell, inputs_at, n, m, batch, self.directions, self.output_units, self.compute_dtype)
 
     def _directional(self, values, len_x, len_y, rows_axis, columns_axis):
         """`[D, batch, ...]`: `values` as each direction reads it (reversed along its reversed axes)."""
@@ -492,15 +531,16 @@ class CoupledLSTM2D(keras.layers.Layer):
 
         if self.coupling == "tight":
             dx = x.shape[-1]
-            row_part = project(xs, self.kernel[:, :dx], self.bias)  # eq. 9: the x_i and bias terms
-            column_part = project(ys, self.kernel[:, dx:])  # eq. 9: the y_j term
+            kernel = self._weight("kernel")
+            row_part = project(xs, kernel[:, :dx], self._weight("bias"))  # eq. 9: the x_i and bias terms
+            column_part = project(ys, kernel[:, dx:])  # eq. 9: the y_j term
 
             def inputs_at(s, lo, hi):
                 rows, columns = window(row_part, column_part, s, lo, hi)
                 return flat(rows + columns)
         else:
-            row_part = project(xs, self.lstm1_kernel, self.lstm1_bias)  # eq. 5: LSTM^1 reads x_i
-            column_part = project(ys, self.lstm2_kernel, self.lstm2_bias)  # eq. 6: LSTM^2 reads y_j
+            row_part = project(xs, self._weight("lstm1_kernel"), self._weight("lstm1_bias"))  # eq. 5: LSTM^1, x_i
+            column_part = project(ys, self._weight("lstm2_kernel"), self._weight("lstm2_bias"))  # eq. 6: LSTM^2, y_j
 
             def inputs_at(s, lo, hi):
                 rows, columns = window(row_part, column_part, s, lo, hi)
@@ -525,19 +565,21 @@ class CoupledLSTM2D(keras.layers.Layer):
             return tf.reshape(tf.transpose(diagonal, [1, 2, 0, 3]), [d, -1, channels])
 
         if self.coupling == "tight":
-            kernel, bias = self.kernel, self.bias[:, None, :]
+            kernel, bias = self._weight("kernel"), self._weight("bias")[:, None, :]
 
             def inputs_at(s, lo, hi):
                 return tf.matmul(window(s, lo, hi), kernel) + bias  # eq. 9, g_{i,j} in place of [x_i; y_j]
         else:
             half = channels // 2
+            kernel1, bias1 = self._weight("lstm1_kernel"), self._weight("lstm1_bias")[:, None, :]
+            kernel2, bias2 = self._weight("lstm2_kernel"), self._weight("lstm2_bias")[:, None, :]
 
             def inputs_at(s, lo, hi):
                 g = window(s, lo, hi)
                 # Section 3.3: LSTM^1 reads the first half of g_{i,j} (the lower h^(1)), LSTM^2 the second.
                 return (
-                    tf.matmul(g[..., :half], self.lstm1_kernel) + self.lstm1_bias[:, None, :],
-                    tf.matmul(g[..., half:], self.lstm2_kernel) + self.lstm2_bias[:, None, :],
+                    tf.matmul(g[..., :half], kernel1) + bias1,
+                    tf.matmul(g[..., half:], kernel2) + bias2,
                 )
 
         return inputs_at
@@ -572,6 +614,8 @@ class CoupledLSTM2D(keras.layers.Layer):
                 "units": self.units,
                 "coupling": self.coupling,
                 "directions": self.directions,
+                "share_directions": self.share_directions,
+                "share_streams": self.share_streams,
                 "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
                 "recurrent_initializer": keras.initializers.serialize(self.recurrent_initializer),
                 "bias_initializer": keras.initializers.serialize(self.bias_initializer),
