@@ -67,6 +67,24 @@ def _groups(paths):
     return groups
 
 
+def _bm25(split, dataset):
+    """BM25's figures on a dataset's split, from `bm25/<split>.json` (benchmarks/transfer.py without runs)."""
+    from keras_match import provenance
+
+    path = _files(f"bm25/{split}.json")[0]
+    try:
+        result = json.loads(path.read_text())
+        provenance.require(result, path)
+        return result["bm25"][dataset]
+    except SystemExit as error:
+        raise TableError(str(error)) from None
+    except (OSError, ValueError, KeyError) as error:
+        raise TableError(f"{path}: no BM25 figures of {dataset} ({error})") from None
+
+
+BM25_LABEL = "BM25 (`bm25s`, k1 1.5, b 0.75)"
+
+
 def _mean(runs, split, figure, digits=3):
     from summarize import cell, figures_on
 
@@ -92,6 +110,10 @@ def ctrn_trecqa():
                      f"{_mean(runs, 'test', 'map')} / {_mean(runs, 'test', 'mrr')} | "
                      f"{_mean(runs, 'trecqa-raw-trec-eval', 'map')} / {_mean(runs, 'trecqa-raw-trec-eval', 'mrr')} | "
                      f"{paper} |")
+    dev, test = _bm25("dev", "trecqa-raw"), _bm25("test", "trecqa-raw")
+    trec_eval = _bm25("test", "trecqa-raw-trec-eval")
+    lines.append(f"| {BM25_LABEL} | no training | – | {dev['map']:.3f} | {test['map']:.3f} / {test['mrr']:.3f} | "
+                 f"{trec_eval['map']:.3f} / {trec_eval['mrr']:.3f} | – |")
     return "\n".join(lines)
 
 
@@ -108,6 +130,9 @@ def semeval2016():
         lines.append(f"| `{name}` | {train} | {_seeds(runs)} | {_mean(runs, 'dev', 'map')} | "
                      f"{_mean(runs, 'test', 'map')} | {_mean(runs, 'test', 'mrr')} | {_mean(runs, 'test', 'p@1')} | "
                      f"{paper} |")
+    bm25 = _bm25("dev", "semeval2016")  # the official dev split, the runs' test split
+    lines.append(f"| {BM25_LABEL} | no training | – | – | {bm25['map']:.3f} | {bm25['mrr']:.3f} | "
+                 f"{bm25['p@1']:.3f} | – |")
     return "\n".join(lines)
 
 
