@@ -13,7 +13,7 @@ from keras_match import provenance
 README = REPO / "README.md"
 RESULTS_SECTIONS = ("## Data", "## Train and evaluate MCAN on TrecQA (the main job)",
                     "## CTRN and QRNN on raw TrecQA and SemEval-2016", "## Compare-Aggregate on WikiQA and SICK",
-                    "## Hyperparameter search (Keras Tuner)")
+                    "## Coupled-LSTMs (LC-LSTMs and TC-LSTMs)", "## Hyperparameter search (Keras Tuner)")
 """The `##` sections of README that report measured figures (their headings as written)."""
 
 FIGURE = re.compile(r"(?<![\w.])\d*\.\d+(?![\w.])")
