@@ -139,3 +139,29 @@ def matching_model(inputs, x, *, features=None, prediction=None, head="softmax",
     if embeddings is not None:
         embedding.set_weights([np.asarray(embeddings, dtype="float32")])
     return model
+
+
+# ---------------------------------------------------------------------------------------------- explanations
+
+
+def explained_pair(texts, options, family, takes):
+    """The one (question, answer) pair a family's `explain` shows, from `keras-match explain`'s `texts`.
+
+    Raises:
+        ValueError: an option in `options` is set that the family does not take (`takes`, the flag it does take),
+            or `texts` holds other than one question and one answer.
+    """
+    unknown = sorted(key for key, value in options.items() if value is not None)
+    if unknown:
+        raise ValueError(f"explain: a {family} run takes {takes}, not {', '.join('--' + k for k in unknown)}")
+    if any(len(texts.get(key, ())) != 1 for key in ("question", "answer")):
+        raise ValueError("explain shows one pair: give one --question and one --answer")
+    return texts["question"][0], texts["answer"][0]
+
+
+def describe_output(values, label_names=None) -> str:
+    """A model's output for one pair as `explain` prints it: a ranker's `score 0.1234`, a classifier's
+    `probabilities entailment 0.700, ...`."""
+    if len(values) == 1:
+        return f"score {values[0]:.4f}"
+    return "probabilities " + ", ".join(f"{name} {p:.3f}" for name, p in zip(label_names, values))

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from keras_match.models.common import describe_output, explained_pair
+
 __all__ = ["conv_maxima", "plot_conv_maxima"]
 
 
@@ -133,20 +135,11 @@ def plot_explanation(run, texts, out, window=None, **options) -> list:
         ValueError: as `conv_maxima`; `texts` holds other than one question and one answer; an option this
             explanation does not take (`--neurons` is Coupled-LSTMs').
     """
-    unknown = sorted(key for key, value in options.items() if value is not None)
-    if unknown:
-        raise ValueError(f"explain: a Compare-Aggregate run takes --window, not {', '.join('--' + k for k in unknown)}")
-    if any(len(texts.get(key, ())) != 1 for key in ("question", "answer")):
-        raise ValueError("explain shows one pair: give one --question and one --answer")
-    question, answer = texts["question"][0], texts["answer"][0]
+    question, answer = explained_pair(texts, options, "Compare-Aggregate", "--window")
     result = conv_maxima(run, question, answer, window=window)
     plot_conv_maxima(result, out, question=question)
     top = sorted(zip(result["credit"].tolist(), result["tokens"]), reverse=True)[:5]
-    values = result["score"]  # a ranker's one score, a classifier's probability per label
-    if len(values) == 1:
-        output = f"score {values[0]:.4f}"
-    else:
-        output = "probabilities " + ", ".join(f"{name} {p:.3f}" for name, p in zip(run.label_names, values))
+    output = describe_output(result["score"], run.label_names)  # a score, or a probability per label
     return [f"{output}; window {result['window']}: the words that win the most CNN maxima: "
             + ", ".join(f"{word} ({credit:.2f})" for credit, word in top if credit > 0),
             f"plot written to {out}"]

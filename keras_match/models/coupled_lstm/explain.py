@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from keras_match.models.common import describe_output, explained_pair
+
 __all__ = ["grid_activations", "plot_grid_activations", "interpretable_neurons", "plot_explanation"]
 
 DEFAULT_NEURONS = 4
@@ -210,12 +212,7 @@ def plot_explanation(run, texts, out, neurons=None, data_dir=None, **options) ->
         ValueError: as `grid_activations`; `texts` holds other than one question and one answer; an option this
             explanation does not take (`--window` is Compare-Aggregate's).
     """
-    unknown = sorted(key for key, value in options.items() if value is not None)
-    if unknown:
-        raise ValueError(f"explain: a Coupled-LSTMs run takes --neurons, not {', '.join('--' + k for k in unknown)}")
-    if any(len(texts.get(key, ())) != 1 for key in ("question", "answer")):
-        raise ValueError("explain shows one pair: give one --question and one --answer")
-    question, answer = texts["question"][0], texts["answer"][0]
+    question, answer = explained_pair(texts, options, "Coupled-LSTMs", "--neurons")
     result = grid_activations(run, question, answer)
     lines = []
     if neurons and list(neurons) == ["interpretable"]:
@@ -233,11 +230,7 @@ def plot_explanation(run, texts, out, neurons=None, data_dir=None, **options) ->
         peaks = result["grid"].reshape(-1, result["grid"].shape[-1]).max(axis=0)
         chosen = [int(k) for k in np.argsort(-peaks, kind="stable")[:DEFAULT_NEURONS]]
     plot_grid_activations(result, out, chosen, question=question)
-    values = result["score"]
-    if len(values) == 1:
-        output = f"score {values[0]:.4f}"
-    else:
-        output = "probabilities " + ", ".join(f"{name} {p:.3f}" for name, p in zip(run.label_names, values))
+    output = describe_output(result["score"], run.label_names)  # a score, or a probability per label
     grid = result["grid"]
     for k in chosen:
         i, j = np.unravel_index(int(grid[:, :, k].argmax()), grid.shape[:2])
