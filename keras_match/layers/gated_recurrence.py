@@ -76,12 +76,13 @@ def gated_linear_recurrence(a, b, mask=None, initial_state=None, reverse=False, 
         initial_state = tf.reduce_sum(b_tm[:0], axis=0)
     else:
         initial_state = tf.cast(tf.convert_to_tensor(initial_state), a.dtype)
-    states = tf.scan(
-        lambda h, step: step[0] * h + step[1],
-        (a_tm, b_tm),
-        initializer=initial_state,
-        reverse=reverse,
-    )
+    if reverse:
+        # A forward scan of the time-reversed steps, flipped back: tf.scan(reverse=True) gives the same in
+        # TensorFlow, but tf2onnx 1.17 converts it with its outputs in reversed time order.
+        a_tm, b_tm = tf.reverse(a_tm, [0]), tf.reverse(b_tm, [0])
+    states = tf.scan(lambda h, step: step[0] * h + step[1], (a_tm, b_tm), initializer=initial_state)
+    if reverse:
+        states = tf.reverse(states, [0])
     return states if time_major else tf.transpose(states, [1, 0, 2])
 
 

@@ -100,12 +100,16 @@ def test_saved_model_with_unknown_time(tmp_path):
                                atol=1e-6)
 
 
-def test_converts_to_onnx():
+@pytest.mark.parametrize("reverse", [False, True])
+def test_converts_to_onnx(reverse):
+    # reverse=True: tf2onnx 1.17 converts tf.scan(reverse=True) with its outputs in reversed time order (off by
+    # up to 1.6 here), so the reverse recurrence is a forward scan of the flipped inputs.
     tf2onnx = pytest.importorskip("tf2onnx")
     ort = pytest.importorskip("onnxruntime")
     spec = [tf.TensorSpec([None, None, 3], name="a"), tf.TensorSpec([None, None, 3], name="b"),
             tf.TensorSpec([None, None], tf.bool, name="mask")]
-    function = tf.function(lambda a, b, mask: gated_linear_recurrence(a, b, mask=mask), input_signature=spec)
+    function = tf.function(lambda a, b, mask: gated_linear_recurrence(a, b, mask=mask, reverse=reverse),
+                           input_signature=spec)
     proto, _ = tf2onnx.convert.from_function(function, input_signature=spec, opset=17)
     assert any(node.op_type == "Loop" for node in proto.graph.node)
     session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
