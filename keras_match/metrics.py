@@ -39,12 +39,13 @@ if TYPE_CHECKING:  # pragma: no cover
 NO_POSITIVE_CONVENTIONS = ("skip", "zero", "error")
 DEFAULT_METRICS = ("map", "mrr", "p@1")
 
-_FIGURE_NAMES = {"accuracy": "accuracy", "macro_f1": "macro-F1"}
+_FIGURE_NAMES = {"accuracy": "accuracy", "macro_f1": "macro-F1", "per_response_accuracy": "per-response accuracy",
+                 "per_dialog_accuracy": "per-dialog accuracy"}
 
 
 def figure_name(key: str) -> str:
     """How a figure's key is printed: `map` -> `MAP`, `mrr` -> `MRR`, `p@1` -> `P@1`, `r10@1` -> `R10@1`,
-    `accuracy` -> `accuracy`, `macro_f1` -> `macro-F1`."""
+    `accuracy` -> `accuracy`, `macro_f1` -> `macro-F1`, `per_response_accuracy` -> `per-response accuracy`."""
     return _FIGURE_NAMES.get(key, key.upper())
 
 

@@ -384,5 +384,6 @@ def test_trecqa_raw_trec_eval_spec_reproduces_trec_eval_on_the_full_qrels(data_d
 
 
 def test_figure_names_are_the_fields_terms():
-    assert [metrics.figure_name(k) for k in ("map", "mrr", "p@1", "r10@1", "accuracy", "macro_f1")] == [
-        "MAP", "MRR", "P@1", "R10@1", "accuracy", "macro-F1"]
+    keys = ("map", "mrr", "p@1", "r10@1", "accuracy", "macro_f1", "per_response_accuracy", "per_dialog_accuracy")
+    assert [metrics.figure_name(k) for k in keys] == [
+        "MAP", "MRR", "P@1", "R10@1", "accuracy", "macro-F1", "per-response accuracy", "per-dialog accuracy"]

@@ -37,9 +37,10 @@ from __future__ import annotations
 
 import os
 
-from keras_match.datasets import msrp, semeval, sick, snli, trecqa, wikiqa
+from keras_match.datasets import dialog_babi, msrp, semeval, sick, snli, trecqa, wikiqa
 from keras_match.datasets.base import Candidate, DataFormatError, MatchingDataset, Pairs, Question, Split
 from keras_match.datasets.classification import ClassificationDataset, PairSplit
+from keras_match.datasets.dialog_babi import ResponseSelectionDataset, ResponseSplit
 from keras_match.datasets.download import ChecksumError, DataError, DownloadError, MissingDataError, download, verify
 from keras_match.datasets.generic import load_files, load_path
 from keras_match.datasets.paths import cache_dir, resolve_data_dir
@@ -48,6 +49,7 @@ _LOADERS = {
     trecqa.NAME: trecqa.load,
     wikiqa.NAME: wikiqa.load,
     semeval.NAME: semeval.load,
+    **dialog_babi.LOADERS,
     sick.NAME: sick.load,
     snli.NAME: snli.load,
     msrp.NAME: msrp.load,
@@ -65,6 +67,8 @@ __all__ = [
     "PairSplit",
     "Pairs",
     "Question",
+    "ResponseSelectionDataset",
+    "ResponseSplit",
     "Split",
     "cache_dir",
     "download",
@@ -80,8 +84,9 @@ def names() -> list[str]:
     """The benchmark names :func:`load` accepts.
 
     Returns:
-        ``["trecqa", "wikiqa", "semeval2016", "sick", "snli", "msrp"]``: the answer-selection (ranking)
-        benchmarks, then the sentence-pair classification ones.
+        ``["trecqa", "wikiqa", "semeval2016", "dialog-babi-task1", ..., "dialog-babi-task6", "sick", "snli",
+        "msrp"]``: the answer-selection (ranking) benchmarks, the response-selection ones (:mod:`.dialog_babi`),
+        then the sentence-pair classification ones.
     """
     return list(_LOADERS)
 

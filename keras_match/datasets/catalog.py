@@ -8,6 +8,7 @@
 | `wikiqa`, `semeval2016` | the benchmarks of those names |
 | `wikiqa-answered` | WikiQA dev/test with every question that has a correct sentence (126 / 243, not 122 / 237) |
 | `sick`, `snli`, `msrp` | sentence-pair classification (entailment, entailment, paraphrase) |
+| `dialog-babi-task1` ... `dialog-babi-task6` | dialog bAbI response selection (`keras_match.datasets.dialog_babi`) |
 | a path | the user's TSV/JSONL file or folder (`keras_match.datasets.generic`) |
 """
 

@@ -5,6 +5,8 @@
   model; any ranking head and any loss mode.
 - `ClassificationTask` (`"classification"`: entailment, paraphrase): accuracy, macro-F1 and per-class F1; dev
   accuracy chooses the model; a classification head, trained pointwise.
+- `ResponseSelectionTask` (`"response_selection"`: dialog bAbI): per-response and per-dialog accuracy over all
+  candidate responses of a dialog turn; dev per-response accuracy chooses the model.
 
 Each task owns its examples, evaluation, summary line, config and serving signatures (`keras_match.tasks.base`).
 A module of this package registers its task with `register(cls)` when imported; `task_for` and
@@ -18,9 +20,10 @@ from keras_match.registries import Registry
 from keras_match.tasks.base import Task
 from keras_match.tasks.classification import ClassificationTask
 from keras_match.tasks.ranking import RankingTask
+from keras_match.tasks.response_selection import ResponseSelectionTask
 
-__all__ = ["Task", "RankingTask", "ClassificationTask", "register", "unregister", "registered", "task_for",
-           "task_from_config"]
+__all__ = ["Task", "RankingTask", "ClassificationTask", "ResponseSelectionTask", "register", "unregister",
+           "registered", "task_for", "task_from_config"]
 
 _REGISTRY = Registry(__name__, "task")
 
@@ -40,6 +43,7 @@ unregister = _REGISTRY.unregister
 registered = _REGISTRY.all
 register(RankingTask)
 register(ClassificationTask)
+register(ResponseSelectionTask)
 
 
 def task_for(dataset) -> Task:

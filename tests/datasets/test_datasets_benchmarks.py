@@ -189,7 +189,8 @@ def test_pairs_shapes_and_dtypes(trecqa_clean, semeval):
 
 
 def test_names():
-    assert datasets.names() == ["trecqa", "wikiqa", "semeval2016", "sick", "snli", "msrp"]
+    assert datasets.names() == ["trecqa", "wikiqa", "semeval2016", *(f"dialog-babi-task{k}" for k in range(1, 7)),
+                                "sick", "snli", "msrp"]
 
 
 @pytest.mark.parametrize(
@@ -212,7 +213,7 @@ def test_unknown_dataset_lists_names(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ValueError) as info:
         datasets.load("insuranceqa")
-    assert "['trecqa', 'wikiqa', 'semeval2016', 'sick', 'snli', 'msrp']" in str(info.value)
+    assert str(datasets.names()) in str(info.value) and "'dialog-babi-task6', 'sick'" in str(info.value)
 
 
 def test_options_rejected_for_paths(tmp_path):
