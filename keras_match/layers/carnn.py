@@ -440,9 +440,9 @@ class CARNN(keras.layers.Layer):
         x = tf.transpose(sequence, [1, 0, 2])  # [time, batch, d]
         real = None if mask is None else tf.transpose(mask)[..., None]  # [time, batch, 1]
         if self.go_backwards:
-            # Read the steps last to first by flipping time here, not with the scan's `reverse=True`: tf2onnx
-            # 1.17 converts a reversed tf.scan with its outputs in the wrong order. Masked steps carry the state
-            # in either direction, so the run starts at each example's last real token.
+            # Read the steps last to first by flipping time (what `gated_linear_recurrence(reverse=True)` does
+            # too, since tf2onnx 1.17 mistranslates a reversed tf.scan). Masked steps carry the state in either
+            # direction, so the run starts at each example's last real token.
             x = tf.reverse(x, [0])
             real = None if real is None else tf.reverse(real, [0])
         # W_c c + b is the same at every step: computed once per example (eq. 5, 6).
