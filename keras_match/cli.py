@@ -5,9 +5,11 @@ keras-match train mcan_fm --dataset trecqa-clean
 keras-match evaluate runs/mcan_fm-trecqa-clean --dataset wikiqa
 keras-match predict runs/mcan_fm-trecqa-clean --question "..." --answer "..." --answer "..."
 keras-match export runs/mcan_fm-trecqa-clean --to export/mcan_fm
+keras-match preset runs/mcan_fm-trecqa-clean --to presets/mcan_fm-trecqa-clean   # a trained preset folder
+keras-match predict --preset mcan_fm/trecqa-clean --question "..." --answer "..."  # or --preset PRESET_DIR
 keras-match tune mcan_fm --dataset trecqa-clean --tuner random --max-trials 12 --dir tuning-runs/mcan_fm
 keras-match train mcan_fm --config tuning-runs/mcan_fm/best.json
-keras-match zoo
+keras-match zoo                          # --trained: the trained presets the package ships
 keras-match data download trecqa        # or: all; `data verify NAME|all` checks every file's sha256
 ```
 """
@@ -124,9 +126,7 @@ def _cmd_train(args):
 def _cmd_evaluate(args):
     from keras_match import tasks
     from keras_match.datasets.catalog import load_by_name
-    from keras_match.runs import load_run
-
-    run = load_run(args.run_dir)
+    run = _load_trained(args)
     dataset = load_by_name(args.dataset, data_dir=args.data_dir)
     task = tasks.task_for(dataset)  # the dataset's own rules (a ranking benchmark's rule for no positive)
     split = args.split or ("test" if "test" in dataset else "dev")
@@ -196,11 +196,40 @@ def _cmd_explain(args):
         print(line)
 
 
-def _cmd_predict(args):
-    from keras_match.runs import load_run, preprocessor_class_of
+def _trained_folder(args):
+    """The folder of `RUN_DIR` or `--preset NAME_OR_PATH` (a shipped preset's folder for a name).
 
-    texts = _text_inputs(args.texts, preprocessor_class_of(args.run_dir), "predict")  # checked before loading
-    run = load_run(args.run_dir)
+    Raises:
+        ValueError: both or neither given (a usage error).
+        FileNotFoundError: no such preset.
+    """
+    preset = getattr(args, "preset", None)
+    if preset is not None and args.run_dir is not None:
+        raise ValueError(f"give a run folder or --preset, not both (got {args.run_dir} and --preset {preset})")
+    if preset is None and args.run_dir is None:
+        raise ValueError("give a run folder (RUN_DIR) or --preset NAME_OR_PATH (see keras-match zoo --trained)")
+    if preset is None:
+        return pathlib.Path(args.run_dir)
+    from keras_match import presets
+
+    return presets.preset_dir(preset)
+
+
+def _load_trained(args):
+    """The `Run` of `RUN_DIR` or `--preset`; a preset folder given as RUN_DIR is read as a preset."""
+    from keras_match import presets
+    from keras_match.runs import load_run
+
+    folder = _trained_folder(args)
+    return presets.load_preset(folder) if presets.is_preset(folder) else load_run(folder)
+
+
+def _cmd_predict(args):
+    from keras_match.runs import preprocessor_class_of
+
+    folder = _trained_folder(args)
+    texts = _text_inputs(args.texts, preprocessor_class_of(folder), "predict")  # checked before loading
+    run = _load_trained(args)
     for line in run.task.predictions(run.head, run.predict(texts), texts, run.label_names):
         print(line)
 
@@ -219,8 +248,9 @@ def _cmd_export(args):
                              "was written")
         if args.onnx_path and os.path.exists(args.onnx_path):
             raise FileExistsError(f"--onnx-path {args.onnx_path} exists: give a new folder; nothing was written")
+    run = _load_trained(args)
     try:
-        path = export.saved_model(args.run_dir, args.to, version=args.version, warmup=not args.no_warmup)
+        path = export.saved_model(run, args.to, version=args.version, warmup=not args.no_warmup)
     except ImportError as error:
         raise ValueError(f"{error} (or pass --no-warmup)") from error
     signatures = ", ".join(export.read_metadata(path)["signatures"])
@@ -319,12 +349,68 @@ def _cmd_data(args):
     return 0
 
 
+def _cmd_preset(args):
+    from keras_match import presets
+
+    path = presets.write_preset(args.run_dir, args.to, card_notes=args.notes)
+    metadata = json.loads((path / presets.METADATA_FILE).read_text(encoding="utf-8"))
+    size = sum(p.stat().st_size for p in path.iterdir() if p.is_file())
+    embedding = metadata["embedding"]
+    print(f"preset written to {path} ({size / 1e6:.1f} MB; {metadata['parameters']['stored']:,} of "
+          f"{metadata['parameters']['total']:,} parameters stored"
+          + (f"; the frozen vectors are rebuilt at load from {embedding['vectors']}, sha256 "
+             f"{embedding['vectors_sha256'][:12]}...)" if embedding["frozen"] else ")"))
+
+
 def _cmd_zoo(args):
+    if args.trained:
+        from keras_match import presets  # without Keras: the listing is quick
+
+        shipped = presets.trained()
+        for name in shipped:
+            print(name)
+        if not shipped:
+            print("no trained presets are shipped yet; write your own: keras-match preset RUN --to DIR",
+                  file=sys.stderr)
+        return 0
     from keras_match import zoo
 
     for name in zoo.names():
         preset = zoo.describe(name)
         print(f"{name}\t{preset['family']}\t{preset['description']}")
+
+
+_PRESET_HELP = ("a trained preset instead of a run folder: a shipped one's name ENTRY/DATASET (keras-match zoo "
+                "--trained) or a preset folder (keras-match preset RUN --to DIR)")
+
+_PRESET_MARK = "\x00preset:"
+
+
+def _lift_preset(argv):
+    """`predict`'s texts are options read after parsing (`parse_known_args`), so an optional positional would take
+    a text as the run folder: `--preset NAME` is moved into the positional's place, marked, and read back in
+    `main`.
+
+    Raises:
+        ValueError: both a run folder and `--preset` (a usage error).
+    """
+    if not argv or argv[0] != "predict" or not any(a == "--preset" or a.startswith("--preset=") for a in argv):
+        return argv
+    rest, preset, i = [], None, 1
+    while i < len(argv):
+        item = argv[i]
+        if item == "--preset" and i + 1 < len(argv):
+            preset, i = argv[i + 1], i + 2
+        elif item.startswith("--preset="):
+            preset, i = item.split("=", 1)[1], i + 1
+        else:
+            rest.append(item)
+            i += 1
+    if preset is None:
+        return argv
+    if rest and not rest[0].startswith("-"):
+        raise ValueError(f"give a run folder or --preset, not both (got {rest[0]} and --preset {preset})")
+    return ["predict", _PRESET_MARK + preset, *rest]
 
 
 def build_parser():
@@ -381,9 +467,10 @@ def build_parser():
                    help="a search space of your own (the JSON format of tuning/; default: the entry's paper's)")
     p.set_defaults(func=_cmd_tune)
 
-    p = sub.add_parser("evaluate", help="score a trained run on a dataset's test split (MAP / MRR / P@1 or "
-                       "accuracy / F1)")
-    p.add_argument("run_dir")
+    p = sub.add_parser("evaluate", help="score a trained run (or --preset) on a dataset's test split (MAP / MRR / "
+                       "P@1 or accuracy / F1)")
+    p.add_argument("run_dir", nargs="?", default=None)
+    p.add_argument("--preset", default=None, metavar="NAME_OR_PATH", help=_PRESET_HELP)
     p.add_argument("--dataset", required=True,
                    help="as for train; trecqa-raw-trec-eval scores raw TrecQA as trec_eval does on the full qrels")
     p.add_argument("--split", default=None, help="default: test (dev when there is no test split)")
@@ -410,11 +497,14 @@ def build_parser():
                        "(a pair model: --question TEXT --answer TEXT --answer TEXT ..., or --answers-file FILE, one "
                        "per line; an input given once goes with every text of the others). A ranker prints the "
                        "candidates best first, a classifier each pair's label")
-    p.add_argument("run_dir")
+    p.add_argument("run_dir", help="the run folder (or give --preset NAME_OR_PATH instead)")
+    p.add_argument("--preset", default=None, metavar="NAME_OR_PATH", help=_PRESET_HELP)
     p.set_defaults(func=_cmd_predict)
 
-    p = sub.add_parser("export", help="write a SavedModel for TensorFlow Serving (and optionally ONNX)")
-    p.add_argument("run_dir")
+    p = sub.add_parser("export", help="write a SavedModel for TensorFlow Serving (and optionally ONNX) of a run "
+                       "(or --preset)")
+    p.add_argument("run_dir", nargs="?", default=None)
+    p.add_argument("--preset", default=None, metavar="NAME_OR_PATH", help=_PRESET_HELP)
     p.add_argument("--to", required=True, help="the model's base path; the version folder goes inside")
     p.add_argument("--version", type=_positive_int, default=None,
                    help="default: next integer after the highest present")
@@ -435,7 +525,18 @@ def build_parser():
                    help="the data folder (default $KERAS_MATCH_DATA, else ~/.cache/keras_match/data)")
     p.set_defaults(func=_cmd_data)
 
+    p = sub.add_parser("preset", help="write a trained preset of a finished run: its config, preprocessor and "
+                       "vocabulary, model.weights.h5 without the frozen pretrained vectors (rebuilt at load), "
+                       "metadata.json and a README.md model card; loads with --preset DIR or "
+                       "keras_match.presets.load_preset(DIR), without the data")
+    p.add_argument("run_dir")
+    p.add_argument("--to", required=True, metavar="DIR", help="the preset folder to write (must not exist)")
+    p.add_argument("--notes", default=None, help="text for the model card's Notes section")
+    p.set_defaults(func=_cmd_preset)
+
     p = sub.add_parser("zoo", help="list the zoo entries")
+    p.add_argument("--trained", action="store_true",
+                   help="list the trained presets shipped in the package (entry/dataset) instead")
     p.set_defaults(func=_cmd_zoo)
     return parser
 
@@ -463,13 +564,23 @@ def _quiet_tensorflow_import():
 def main(argv=None):
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    typed = list(argv)
+    try:
+        argv = _lift_preset(argv)
+    except ValueError as error:
+        parser.error(f"predict: {error}")
     args, extra = parser.parse_known_args(argv)
+    if args.command == "predict":
+        args.preset = None
+        if args.run_dir.startswith(_PRESET_MARK):
+            args.run_dir, args.preset = None, args.run_dir[len(_PRESET_MARK):]
     if extra and args.command not in ("predict", "explain"):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     args.texts = extra  # predict and explain: the run's text inputs, read once the run is loaded
     from keras_match import provenance
 
-    provenance.set_command(sys.argv[1:] if argv is None else argv)
+    provenance.set_command(typed)
     if args.command not in ("zoo",):
         _quiet_tensorflow_import()
     try:

@@ -33,6 +33,7 @@ import json
 import os
 import pathlib
 import shutil
+import typing
 
 import keras
 import numpy as np
@@ -41,8 +42,9 @@ from keras_match import callbacks, heads, pipeline, preprocessors, storage, task
 from keras_match.preprocessors.base import CONFIG_FILE as PREPROCESSOR_FILE
 from keras_match.storage import DamagedRunError, read_json  # noqa: F401  (part of this module's interface)
 
-__all__ = ["RunFiles", "Run", "load_run", "write_json", "save_model", "read_json", "read_config", "check_resume",
-           "locked", "record_digests", "check_digests", "DamagedRunError", "RunInUseError", "ChangedInputError"]
+__all__ = ["RunFiles", "Run", "Ranking", "load_run", "write_json", "save_model", "read_json", "read_config",
+           "check_resume", "locked", "record_digests", "check_digests", "DamagedRunError", "RunInUseError",
+           "ChangedInputError"]
 
 CONFIG_FORMAT = 2
 """The layout of `config.json` written today (1: the first layout, read by `read_config`)."""
@@ -293,12 +295,24 @@ def _check_inputs_unchanged(files, previous, current):
                                 f"began (sha256 {old_vectors[:12]}... is now {new_vectors[:12]}...); {remedy}")
 
 
+class Ranking(typing.NamedTuple):
+    """`Run.rank`'s result: `scores` float32 `[n]` in the candidates' order, `order` int64 `[n]` the candidate
+    indices best first (equal scores keep their input order)."""
+
+    scores: np.ndarray
+    order: np.ndarray
+
+
 @dataclasses.dataclass
 class Run:
     """A trained model with its preprocessor and settings: scores raw text.
 
-    Texts are given as a dict under the preprocessor's text inputs (`{"question": [...], "answer": [...]}`
-    for pairs), or positionally in the preprocessor's order (`run.score(questions, answers)`).
+    What `load_run(RUN_DIR)`, `keras_match.presets.load_preset(PRESET)` and `keras_match.zoo.load(entry,
+    weights=dataset)` return. Texts are given as a dict under the preprocessor's text inputs (`{"question": [...],
+    "answer": [...]}` for pairs), or positionally in the preprocessor's order (`run.score(questions, answers)`).
+    A ranker: `score(questions, answers)` -> scores, `rank(question, answers)` -> `Ranking(scores, order)`; a
+    classifier: `classify(...)` -> probabilities and label names, `probabilities(...)` -> `{label: p}` per pair;
+    either: `evaluate(split)`, and `keras_match.export.saved_model(run, BASE)`.
 
     Attributes:
         model: the matching model (one head, see `keras_match.heads`).
@@ -365,6 +379,49 @@ class Run:
         """
         outputs = self.predict(*texts, batch_size=batch_size, **named)
         return np.asarray(heads.ranking_score(self.head, outputs), np.float32)
+
+    def rank(self, query, candidates, batch_size=pipeline.PREDICT_BATCH) -> Ranking:
+        """Rank candidates for one query (answers for a question): the scores of `score` for each (query,
+        candidate) pair and the candidate indices best first, by the rule of the export's `rank` signature (equal
+        scores keep their input order, the lower index first).
+
+        Args:
+            query: one text (the preprocessor's query input, `question` for pairs).
+            candidates: a list of texts (its candidate input, `answer`).
+
+        Returns:
+            `Ranking(scores, order)`: float32 `[n]` and int64 `[n]` (`scores[order]` descends); unpacks as a pair.
+
+        Raises:
+            ValueError: the model is a classifier, its preprocessor has no query / candidate inputs, or `query`
+                is not one text.
+        """
+        if self.head == "classification":
+            raise ValueError("this run's model is a classifier (a 'classification' head): use classify() or "
+                             "probabilities()")
+        if not isinstance(query, str):
+            raise ValueError(f"rank takes one query text and a list of candidates, got a {type(query).__name__} "
+                             "query: use score() for pairs")
+        if not self.preprocessor.ranking_inputs:
+            raise ValueError(f"this run's preprocessor ({type(self.preprocessor).__name__}) has no query and "
+                             "candidate inputs to rank: use score()")
+        if isinstance(candidates, str):
+            candidates = [candidates]
+        candidates = list(candidates)
+        query_input, candidate_input = self.preprocessor.ranking_inputs
+        scores = self.score({query_input: [query] * len(candidates), candidate_input: candidates},
+                            batch_size=batch_size)
+        return Ranking(scores, np.argsort(-scores, kind="stable"))
+
+    def probabilities(self, *texts, batch_size=pipeline.PREDICT_BATCH, **named) -> list[dict]:
+        """A classifier's class probabilities by label name: one `{label name: probability}` per example, the
+        labels in the model's column order (`label_names`).
+
+        Raises:
+            ValueError: the model has no classification head.
+        """
+        probabilities, _ = self.classify(*texts, batch_size=batch_size, **named)
+        return [{name: float(p) for name, p in zip(self.label_names, row)} for row in probabilities]
 
     def classify(self, *texts, batch_size=pipeline.PREDICT_BATCH, **named):
         """A classifier's class probabilities `[n, classes]` and predicted label names `[n]`.

