@@ -248,9 +248,12 @@ def _cmd_export(args):
                              "was written")
         if args.onnx_path and os.path.exists(args.onnx_path):
             raise FileExistsError(f"--onnx-path {args.onnx_path} exists: give a new folder; nothing was written")
-    run = _load_trained(args)
+    from keras_match import presets
+
+    folder = _trained_folder(args)  # a run folder is read by export.saved_model itself; a preset is loaded here
+    source = presets.load_preset(folder) if presets.is_preset(folder) else folder
     try:
-        path = export.saved_model(run, args.to, version=args.version, warmup=not args.no_warmup)
+        path = export.saved_model(source, args.to, version=args.version, warmup=not args.no_warmup)
     except ImportError as error:
         raise ValueError(f"{error} (or pass --no-warmup)") from error
     signatures = ", ".join(export.read_metadata(path)["signatures"])
