@@ -154,6 +154,8 @@ def _check_task(run: Run):
     """The run's task, checked against the model's head (a classifier needs its label names)."""
     head = heads.head_of(run.model)
     task = run.task
+    if head == "classification" and task.kind == "response_selection":
+        return head, task  # a softmax over the task's fixed candidate set (its outputs are `scores`, no labels)
     if (head == "classification") != (task.kind == "classification"):
         if head == "classification":
             raise ValueError("a classifier's export needs its label names (the run's config.json, or "
@@ -271,7 +273,7 @@ def _metadata(run: Run):
         "model_name": run.model.name,
         "head": head,
         "task": task.config(),
-        "label_names": list(task.label_names) if head == "classification" else None,
+        "label_names": list(task.label_names) if task.kind == "classification" else None,
         **run.preprocessor.describe(),
         "text_inputs": dict(run.preprocessor.TEXT_INPUTS),
         "sequence_lengths": run.preprocessor.sequence_lengths(),
@@ -517,7 +519,8 @@ def to_onnx(saved_model_dir, output_dir=None, *, opset=MAX_ONNX_OPSET, atol=1e-4
     ids_table = {name: (dtype, shape) for name, (dtype, shape) in
                  metadata["signatures"][signatures.IDS_SIGNATURE].items()}
     input_signature = tuple(signatures.tensor_specs(ids_table))
-    (output_name,) = metadata["outputs"][signatures.IDS_SIGNATURE]
+    # the first output is the scores; others (response selection's `choice`) are checked against TensorFlow's too
+    output_name, *other_outputs = metadata["outputs"][signatures.IDS_SIGNATURE]
     expected_names = sorted(spec.name for spec in input_signature)
     # tf2onnx's progress messages and TensorFlow's harmless "Issue encountered when serializing
     # table_initializer" warnings (the graph freezing meets the vocabulary table) are not for the user.
@@ -544,7 +547,8 @@ def to_onnx(saved_model_dir, output_dir=None, *, opset=MAX_ONNX_OPSET, atol=1e-4
     except Exception as error:
         raise ExportVerificationError(f"onnxruntime cannot load the converted model: {error}") from error
     names = sorted(i.name for i in session.get_inputs())
-    if names != expected_names or [o.name for o in session.get_outputs()] != [output_name]:
+    if names != expected_names or sorted(o.name for o in session.get_outputs()) != sorted([output_name,
+                                                                                            *other_outputs]):
         raise ExportVerificationError(f"unexpected ONNX inputs {names} / outputs "
                                       f"{[o.name for o in session.get_outputs()]}")
     worst, count = 0.0, 0
@@ -556,7 +560,8 @@ def to_onnx(saved_model_dir, output_dir=None, *, opset=MAX_ONNX_OPSET, atol=1e-4
             raise ValueError(f"each sample must hold the arrays {list(ids_table)}, got {sorted(sample)}")
         feeds = {spec.name: np.asarray(sample[spec.name], dtype=spec.dtype.as_numpy_dtype)
                  for spec in input_signature}
-        expected = signature(**{k: tf.constant(v) for k, v in feeds.items()})[output_name].numpy()
+        reference = signature(**{k: tf.constant(v) for k, v in feeds.items()})
+        expected = reference[output_name].numpy()
         try:
             (got,) = _run_onnx(session, feeds, output_name)
         except Exception as error:
@@ -567,6 +572,8 @@ def to_onnx(saved_model_dir, output_dir=None, *, opset=MAX_ONNX_OPSET, atol=1e-4
             raise ExportVerificationError(f"onnxruntime returned {got!r} where TensorFlow returned {expected!r}")
         worst = max(worst, float(np.max(np.abs(got - expected), initial=0.0)))
         count += len(expected)
+        for name in other_outputs:
+            _check_other_output(session, feeds, name, reference[name].numpy(), expected, atol)
     if not worst <= atol:
         raise ExportVerificationError(
             f"the ONNX model's scores differ from TensorFlow's by up to {worst:.3g} (> {atol:g}) on {count} sample "
@@ -588,7 +595,8 @@ def to_onnx(saved_model_dir, output_dir=None, *, opset=MAX_ONNX_OPSET, atol=1e-4
                 "opset": opset, "signature": signatures.IDS_SIGNATURE, "max_abs_diff": worst, "num_samples": count,
                 "saved_model": str(saved_model_dir),
                 "inputs": {name: _describe_spec(spec) for name, spec in ids_table.items()},
-                "outputs": {output_name: _describe_spec(metadata["outputs"][signatures.IDS_SIGNATURE][output_name])}})
+                "outputs": {name: _describe_spec(metadata["outputs"][signatures.IDS_SIGNATURE][name])
+                            for name in (output_name, *other_outputs)}})
             (staged / "keras_match.json").write_text(json.dumps(onnx_metadata, indent=2) + "\n", encoding="utf-8")
             if target.exists():
                 raise FileExistsError(f"{target} appeared while exporting")
@@ -603,6 +611,27 @@ def _describe_spec(spec):
     dtype, shape = spec
     dims = ["batch"] + ["n" if d is None else str(d) for d in list(shape)[1:]]
     return f"{dtype} [{', '.join(dims)}]"
+
+
+def _check_other_output(session, feeds, name, wanted, scores, atol):
+    """An ONNX output beside the scores equals TensorFlow's: floats to `atol`; an index into the scores' last axis
+    (response selection's `choice`) exactly, or at a score equal to the chosen one's within `atol` (a near tie).
+
+    Raises:
+        ExportVerificationError: it differs.
+    """
+    (got,) = _run_onnx(session, feeds, name)
+    got = np.asarray(got)
+    if got.shape != wanted.shape:
+        raise ExportVerificationError(f"onnxruntime returned {name} of shape {got.shape}, TensorFlow {wanted.shape}")
+    if np.issubdtype(wanted.dtype, np.floating):
+        same = np.abs(got - wanted) <= atol
+    else:
+        rows = np.arange(len(wanted))
+        picked = np.clip(got.astype(np.int64), 0, scores.shape[-1] - 1)
+        same = (got == wanted) | (np.abs(scores[rows, picked] - scores[rows, wanted]) <= atol)
+    if not np.all(same):
+        raise ExportVerificationError(f"onnxruntime's {name} {got!r} differs from TensorFlow's {wanted!r}")
 
 
 def _run_onnx(session, feeds, output_name="score"):

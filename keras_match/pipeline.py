@@ -87,10 +87,17 @@ def encode(preprocessor, texts, batch_size=ENCODE_BATCH) -> dict:
         return {key: np.zeros([0] + [widths.get(key, d) or 0 for d in spec.shape[1:-1]]
                               + [widths.get(key, spec.shape[-1])], spec.dtype.as_numpy_dtype)
                 for key, spec in specs.items()}
-    strings = {key: text.as_string_batch(value) for key, value in columns.items()}  # str or UTF-8 bytes
+    strings = {key: _string_tensor(value) for key, value in columns.items()}  # str or UTF-8 bytes
     dataset = tf.data.Dataset.from_tensor_slices(strings).batch(batch_size).map(preprocessor)
     chunks = [{key: value.numpy() for key, value in batch.items()} for batch in dataset]
     return {key: np.concatenate([chunk[key] for chunk in chunks]) for key in chunks[0]}
+
+
+def _string_tensor(texts):
+    """`tf.string` of an object array of texts `[n]` or `[n, k]` (a rank-2 text input: a history of turns)."""
+    if texts.ndim == 1:
+        return text.as_string_batch(texts)
+    return tf.reshape(text.as_string_batch(texts.reshape(-1)), texts.shape)
 
 
 def _gather(inputs, labels, index, mode):

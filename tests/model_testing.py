@@ -57,20 +57,27 @@ def small_overrides(name):
     return overrides
 
 
-SHORT_RUNS = {"ranking": ("trecqa-clean", 100), "classification": ("sick", 800)}
+SHORT_RUNS = {"ranking": ("trecqa-clean", 100), "classification": ("sick", 800),
+              "response_selection": ("dialog-babi-task1", 300)}
 """The real data of the short run, by the task of the entry's dataset: a ranking entry trains on the first 100
-TrecQA TRAIN-ALL questions (its clean dev split scores it), a classifier on the first 800 SICK training pairs."""
+TrecQA TRAIN-ALL questions (its clean dev split scores it), a classifier on the first 800 SICK training pairs, a
+response selector on the first 300 dialogs of dialog bAbI task 1 (1,808 responses; its dev split, 6,015 responses
+among 4,212 candidates, scores it)."""
 
 _DROPOUT = re.compile(r"(^|_)dropout$")
 
 
+def _is_length(key):
+    return key.startswith("max_") and (key.endswith("_length") or key == "max_turns")
+
+
 def small_lengths(name):
-    """`{"max_question_length": ..., "max_answer_length": ...}` of a small build: the preset's, or the family's
-    caps (`FAMILY_SIZES`) where lower."""
+    """The truncation lengths of a small build (`{"max_question_length": ..., "max_answer_length": ...}` for a
+    pair entry; every `max_*_length` and `max_turns` setting of other preprocessors): the preset's, or the
+    family's caps (`FAMILY_SIZES`) where lower."""
     preset = zoo.describe(name)["preprocessing"]
     family = _family_sizes(name)
-    return {key: min(preset[key], family.get(key, preset[key])) for key in ("max_question_length",
-                                                                              "max_answer_length")}
+    return {key: min(value, family.get(key, value)) for key, value in preset.items() if _is_length(key)}
 
 
 def short_run_overrides(name):
@@ -95,7 +102,8 @@ def _task_of_dataset(dataset, data_dir):
 
 
 def task_kind(name, data_dir):
-    """The task (`"ranking"` or `"classification"`) of the entry's own dataset, loaded from `data_dir`."""
+    """The task (`"ranking"`, `"classification"` or `"response_selection"`) of the entry's own dataset, loaded
+    from `data_dir`."""
     return _task_of_dataset(zoo.describe(name)["dataset"], str(data_dir))
 
 
@@ -109,7 +117,8 @@ def run_model_test(name, data_dir, tmp_path, seed=7, exports=True):
     entry's own dataset (`SHORT_RUNS`).
 
     1. a short real-data run learns: after one epoch the dev figure is above the same model's untrained figure
-       (ranking: MAP), or above chance (classification: accuracy above 1 / classes);
+       (ranking: MAP; response selection: per-response accuracy, where chance, 1 / 4,212, is no bar), or above
+       chance (classification: accuracy above 1 / classes);
     2. config round trip: `Model.from_config(model.get_config())` with the same weights gives identical outputs;
     3. `.keras` round trip: save, load, identical outputs (to 1e-6: the loaded model's graph may round the last
        bit differently);
@@ -142,7 +151,7 @@ def run_model_test(name, data_dir, tmp_path, seed=7, exports=True):
     batches = recipe.batches(preprocessor, recipe.encode(preprocessor, recipe.train_examples), recipe.train_examples)
     fit_model.fit(batches.dataset, steps_per_epoch=batches.steps_per_epoch, epochs=1, verbose=0, shuffle=False)
     trained = evaluate()[monitor]
-    if kind == "ranking":
+    if kind in ("ranking", "response_selection"):
         assert trained > untrained, f"{name}: dev {monitor} {trained:.4f} after one epoch, {untrained:.4f} untrained"
     else:
         chance = 1.0 / len(task.label_names)
@@ -174,9 +183,14 @@ def run_model_test(name, data_dir, tmp_path, seed=7, exports=True):
     import tensorflow_text  # noqa: F401  (the exported graph's tokenizer ops)
 
     loaded = tf.saved_model.load(str(version))
-    served = loaded.signatures["serving_default"](**{key: tf.constant(list(value)) for key, value in texts.items()})
+    served = loaded.signatures["serving_default"](**{key: tf.constant(np.asarray(texts[key], object).tolist())
+                                                     for key in preprocessor.TEXT_INPUTS})
     by_ids = loaded.signatures["serve_ids"](**{key: tf.constant(value) for key, value in inputs.items()})
-    if heads.head_of(model) == "classification":
+    if kind == "response_selection":  # scores [n, C] over the task's candidate set and the chosen index
+        for outputs in (served, by_ids):
+            np.testing.assert_allclose(outputs["scores"].numpy(), expected, atol=1e-5)
+            assert outputs["choice"].numpy().tolist() == np.argmax(expected, axis=-1).tolist()
+    elif heads.head_of(model) == "classification":
         np.testing.assert_allclose(served["probabilities"].numpy(), expected, atol=1e-5)
         np.testing.assert_allclose(by_ids["probabilities"].numpy(), expected, atol=1e-5)
         names = np.asarray(task.label_names)[np.argmax(expected, axis=-1)]

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from keras_match.registries import Registry
 
-__all__ = ["register", "unregister", "get", "get_all", "Preprocessor", "PairPreprocessor", "trim_padding"]
+__all__ = ["register", "unregister", "get", "get_all", "Preprocessor", "PairPreprocessor", "DialogPreprocessor",
+           "trim_padding"]
 
 _REGISTRY = Registry(__name__, "preprocessor")
 
@@ -46,4 +47,8 @@ def __getattr__(name):
         from keras_match.preprocessors.pair import PairPreprocessor
 
         return PairPreprocessor
+    if name == "DialogPreprocessor":
+        from keras_match.preprocessors.dialog import DialogPreprocessor
+
+        return DialogPreprocessor
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

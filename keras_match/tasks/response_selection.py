@@ -16,7 +16,10 @@ __all__ = ["ResponseExamples", "ResponseSelectionTask", "RESPOND_SIGNATURE", "ev
 RESPOND_SIGNATURE = "respond"
 """The extra exported signature: one dialog turn in, its candidates' scores and the chosen response out."""
 
-TEXT_FIELDS = ("history", "context", "candidates")
+TEXT_FIELDS = ("history", "context")
+"""The texts a model of this task reads (its preprocessor's `TEXT_INPUTS`): the candidates are the task's fixed set,
+not a per-example input, so the examples' `candidates` column is not among them (`pipeline.encode` encodes only
+the preprocessor's text inputs; `DialogPreprocessor.from_training` reads the set from it once)."""
 
 
 @dataclasses.dataclass

@@ -1,0 +1,134 @@
+"""The CARNN end-to-end dialog model (Tran et al., NAACL 2018, section 4.1, Figure 2): `build_carnn_dialog`."""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+
+from keras_match.layers.carnn import CARNN
+from keras_match.layers.carnn import VARIANTS
+from keras_match.layers.position_encoder import PositionEncoder
+from keras_match.layers.position_encoder import VARIANTS as POSITION_VARIANTS
+from keras_match.models.carnn_dialog.layers import EMPTY_HISTORY
+from keras_match.models.carnn_dialog.layers import CandidateIds
+from keras_match.models.carnn_dialog.layers import CandidateScorer
+from keras_match.models.carnn_dialog.layers import HistoryAttention
+
+OUTPUT_LAYER = "class_probabilities"  # keras_match.heads.OUTPUT_LAYERS["classification"]
+
+
+def _candidate_ids(candidate_ids, num_classes):
+    if candidate_ids is None:
+        if num_classes is None:
+            raise ValueError("build_carnn_dialog needs candidate_ids (the preprocessor's) or num_classes")
+        return np.zeros([num_classes, 1], np.int32)  # an empty candidate set: for building without data
+    ids = np.asarray(candidate_ids)
+    if ids.ndim != 2 or ids.shape[0] < 1 or ids.shape[1] < 1 or not np.issubdtype(ids.dtype, np.integer):
+        raise ValueError(f"candidate_ids must be integer token ids [C, length], got shape {ids.shape} and dtype "
+                         f"{ids.dtype}")
+    if num_classes is not None and ids.shape[0] != num_classes:
+        raise ValueError(f"candidate_ids hold {ids.shape[0]} candidates; the task selects among {num_classes}")
+    return ids.astype(np.int32)
+
+
+def build_carnn_dialog(
+    vocab_size,
+    candidate_ids=None,
+    embeddings=None,
+    units=1024,
+    variant="i",
+    projection=False,
+    position_encoding="paper",
+    empty_history="context",
+    trainable_embeddings=True,
+    pretrained_embeddings=False,
+    head="classification",
+    num_classes=None,
+    name=None,
+):
+    """Build the CARNN dialog model of Tran et al. (2018), section 4.1 (Figure 2): select the response of a dialog
+    turn among a fixed candidate set.
+
+    1. word embeddings of width `units`, trained with the model from a random start ("These word embeddings are
+       jointly trained with the model", section 4.1), shared by the history, the user utterance and the
+       candidates (padding id 0 masked);
+    2. every utterance becomes one vector by the Position Encoder (section 4.1): the history turns `e_1 .. e_{M-1}`
+       (`[batch, turns, units]`, with a turn mask), the last user utterance `c = e_M`, and every candidate
+       `e_{y_l}` (eq. 9);
+    3. a CARNN (`variant` n / i / s, eq. 3 / 5 / 6) over the history encodings with `c` as its controlling context,
+       `h_1 .. h_{M-1} = CARNN(e_1 .. e_{M-1}, c)`;
+    4. `HistoryAttention` (eq. 8): the residual `h~_m = h_m + e_m`, attention `softmax(h~_m^T c)`, `h_his`;
+    5. `CandidateScorer` (eq. 10): `h_his^T e_{y_l}` for every candidate (with `projection`, `(W h_his)^T e_{y_l}`)
+       and a softmax over the candidate set, the output layer `class_probabilities` (the classification head:
+       column `l` is candidate `l` of the task's set).
+
+    One width `units` serves the embeddings, the utterance vectors and the CARNN states: eq. 8 adds `h_m` to
+    `e_m` and dots `h~_m` with `c`, and eq. 10 dots `h_his` with `e_y`, which needs them all of one width
+    (**[I]**: the paper gives only "a hidden vector size of 1024", section 5.1).
+
+    The candidate set is a constant of the model (`CandidateIds`, a non-trainable int32 weight): it is not an
+    input, so the model's inputs are `{"history": int32 [batch, turns, words], "context": int32 [batch, words]}`
+    (`keras_match.preprocessors.DialogPreprocessor`).
+
+    Args:
+        vocab_size: int, token ids including padding (0) and OOV (1).
+        candidate_ids: int `[C, length]`, the candidates' token ids (`DialogPreprocessor.candidate_ids`); None
+            builds an empty set of `num_classes` candidates (every candidate scores 0; for building without data).
+        embeddings: optional pretrained vectors `[vocab_size, units]`; used only with `pretrained_embeddings`.
+        units: int, the hidden size (1024 in the paper).
+        variant: `"n"`, `"i"` or `"s"`, the CARNN unit.
+        projection: bool, score with a learned matrix `W` (`CandidateScorer`), not in eq. 10.
+        position_encoding: `"paper"` or `"memn2n_code"`, the Position Encoder's weights (`PositionEncoder`).
+        empty_history: `"context"` or `"zeros"`, `h_his` of a turn without history (`HistoryAttention`).
+        trainable_embeddings: bool, train the word vectors (the paper does).
+        pretrained_embeddings: bool, start from `embeddings` (their width must be `units`); False (the paper):
+            a random start, and `embeddings` are ignored.
+        head: `"classification"` (the only head: a softmax over the candidate set, eq. 10).
+        num_classes: the number of candidates the task selects among (checked against `candidate_ids`).
+        name: the model's name.
+
+    Returns:
+        A `keras.Model` from `{"history", "context"}` to `class_probabilities` float32 `[batch, C]`, each row
+        summing to 1.
+
+    Raises:
+        ValueError: a head other than "classification", an unknown variant, `units` not a positive integer,
+            candidate ids of another shape or count than `num_classes`, pretrained embeddings of another shape.
+    """
+    if head != "classification":
+        raise ValueError(f"the CARNN dialog model's head is a softmax over the candidate set (eq. 10): head must be "
+                         f"'classification', got {head!r}")
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
+    if position_encoding not in POSITION_VARIANTS:
+        raise ValueError(f"position_encoding must be one of {POSITION_VARIANTS}, got {position_encoding!r}")
+    if empty_history not in EMPTY_HISTORY:
+        raise ValueError(f"empty_history must be one of {EMPTY_HISTORY}, got {empty_history!r}")
+    if isinstance(units, bool) or not isinstance(units, int) or units < 1:
+        raise ValueError(f"units must be a positive integer, got {units!r}")
+    ids = _candidate_ids(candidate_ids, num_classes)
+    if pretrained_embeddings:
+        if embeddings is None:
+            raise ValueError("pretrained_embeddings=True needs embeddings")
+        embeddings = np.asarray(embeddings)
+        if embeddings.shape != (vocab_size, units):
+            raise ValueError(f"embeddings: expected [vocab_size={vocab_size}, units={units}], got "
+                             f"{embeddings.shape}")
+
+    history = keras.Input(shape=(None, None), dtype="int32", name="history")
+    context = keras.Input(shape=(None,), dtype="int32", name="context")
+    embedding = keras.layers.Embedding(vocab_size, units, mask_zero=True, trainable=trainable_embeddings,
+                                       name="word_embedding")
+    turns = PositionEncoder(position_encoding, name="turn_encoder")(embedding(history))  # e_1..e_{M-1}, turn mask
+    user = PositionEncoder(position_encoding, name="context_encoder")(embedding(context))  # c = e_M
+    states = CARNN(units, variant, return_sequences=True, name="carnn")([turns, user])  # h_1..h_{M-1}
+    summary = HistoryAttention(empty_history, name="history_attention")([states, turns, user])  # h_his (eq. 8)
+    constant = CandidateIds(int(ids.shape[0]), int(ids.shape[1]), name="candidate_ids")
+    candidates = PositionEncoder(position_encoding, name="candidate_encoder")(embedding(constant(context)))  # eq. 9
+    logits = CandidateScorer(projection, name="candidate_scores")([summary, candidates])
+    probabilities = keras.layers.Activation("softmax", dtype="float32", name=OUTPUT_LAYER)(logits)  # eq. 10
+    model = keras.Model({"history": history, "context": context}, probabilities, name=name)
+    constant.set_ids(ids)
+    if pretrained_embeddings:
+        embedding.set_weights([embeddings.astype("float32")])
+    return model

@@ -1,0 +1,398 @@
+"""The dialog preprocessor: a dialog turn's history and last user utterance in, token ids out, and the task's fixed
+candidate set encoded once for the model (Tran et al., NAACL 2018, section 4.1).
+
+`DialogPreprocessor` reads the texts of a response-selection example (`keras_match.tasks.ResponseSelectionTask`):
+`{"history": tf.string [batch, turns], "context": tf.string [batch]}`. The history keeps its LAST `max_turns`
+turns (the real ones: a row's padding `""` at its end is not a turn), each cut to `max_turn_length` tokens; the
+context (the last user utterance) is cut to `max_context_length` tokens. The candidate responses are not an input:
+they are the task's fixed set, given once to `from_training` (the training texts' `candidates` column, whose
+rows are all the same set), saved as the asset `candidates.txt` beside `vocabulary.txt`, and handed to the builder
+as `candidate_ids` (int32 `[C, Lc]`, `model_arguments()`), which the model keeps as a constant.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import pathlib
+import shutil
+import tempfile
+import typing
+import weakref
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from keras_match import storage, text
+from keras_match.preprocessors.base import Preprocessor
+from keras_match.settings import POSITIVE_INT
+from keras_match.settings import PreprocessingSettings
+
+__all__ = ["VOCABULARY_FILE", "CANDIDATES_FILE", "DialogSettings", "DialogPreprocessor", "read_candidates_file"]
+
+VOCABULARY_FILE = "vocabulary.txt"
+CANDIDATES_FILE = "candidates.txt"
+
+
+@dataclasses.dataclass(frozen=True)
+class DialogSettings(PreprocessingSettings):
+    """The preprocessing settings of a dialog model (`PreprocessingSettings` plus these).
+
+    Attributes:
+        max_turns: history turns kept per example: the last ones (the nearest the response).
+        max_turn_length: tokens kept of each history turn (its first ones).
+        max_context_length: tokens kept of the last user utterance.
+        max_candidate_length: tokens kept of each candidate response.
+    """
+
+    RULES: typing.ClassVar[dict] = {
+        **PreprocessingSettings.RULES,
+        "max_turns": POSITIVE_INT,
+        "max_turn_length": POSITIVE_INT,
+        "max_context_length": POSITIVE_INT,
+        "max_candidate_length": POSITIVE_INT,
+    }
+
+    max_turns: int = 20
+    max_turn_length: int = 20
+    max_context_length: int = 20
+    max_candidate_length: int = 20
+
+
+def read_candidates_file(path) -> list:
+    """The candidate texts of a `candidates.txt` asset: UTF-8, one candidate per line, `"\\n"` line ends.
+
+    Raises:
+        ValueError: the file is not UTF-8, is empty, or has an empty line (the message names the file and line).
+    """
+    data = pathlib.Path(path).read_bytes()
+    try:
+        lines = data.decode("utf-8").split("\n")
+    except UnicodeDecodeError as error:
+        raise ValueError(f"{path}: not valid UTF-8 ({error})") from None
+    if lines and lines[-1] == "":
+        lines.pop()
+    if not lines:
+        raise ValueError(f"{path}: no candidate")
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            raise ValueError(f"{path}, line {number}: empty candidate")
+    return lines
+
+
+def _check_candidates(candidates) -> list:
+    if isinstance(candidates, (str, bytes)):
+        raise TypeError("candidates must be a sequence of texts, not a single string")
+    texts = [c.decode("utf-8") if isinstance(c, bytes) else c for c in candidates]
+    if not texts:
+        raise ValueError("the candidate set is empty")
+    for i, candidate in enumerate(texts):
+        if not isinstance(candidate, str):
+            raise TypeError(f"candidates[{i}] is {type(candidate).__name__}, not str")
+        if not candidate.strip() or "\n" in candidate or "\r" in candidate:
+            raise ValueError(f"candidates[{i}] = {candidate!r}: a candidate is a non-empty text of one line")
+    return texts
+
+
+def last_turns(history, max_turns):
+    """The last `max_turns` real turns of each history row, left-aligned and padded with `""`.
+
+    A row's real turns end at its last non-empty text (rows are padded at the end with `""`; an empty text inside
+    a row, such as an empty ASR transcript, is a real turn and is kept).
+
+    Args:
+        history: `tf.string` `[batch, turns]` (any number of columns, 0 included).
+        max_turns: int >= 1.
+
+    Returns:
+        `tf.string` `[batch, max_turns]`.
+    """
+    history = tf.convert_to_tensor(history, tf.string)
+    batch = tf.shape(history)[0]
+    history = tf.concat([history, tf.fill([batch, 1], "")], axis=1)  # at least one column
+    width = tf.shape(history)[1]
+    positions = tf.range(1, width + 1)[None, :]
+    count = tf.reduce_max(tf.where(tf.strings.length(history) > 0, positions, 0), axis=1)  # real turns per row
+    start = tf.maximum(count - max_turns, 0)
+    index = start[:, None] + tf.range(max_turns)[None, :]  # [batch, max_turns]
+    real = index < count[:, None]
+    taken = tf.gather(history, tf.minimum(index, width - 1), batch_dims=1)
+    return tf.where(real, taken, tf.fill(tf.shape(taken), ""))
+
+
+@keras.saving.register_keras_serializable(package="keras_match")
+class DialogPreprocessor(Preprocessor):
+    """Maps dialog turns (history, last user utterance) to a response-selection model's token ids, and holds the
+    task's candidate set.
+
+    Tokens come from `keras_match.text` (the GloVe-style tokenizer), ids from the vocabulary (0 = padding, 1 =
+    out of vocabulary).
+
+    Call args:
+        x: dict `{"history": texts [batch, turns], "context": texts [batch]}` (`tf.string` tensors, nested lists
+            or numpy object arrays; history rows padded at the end with `""`).
+        y, sample_weight: optional, passed through.
+
+    Returns:
+        `keras.utils.pack_x_y_sample_weight(inputs, y, sample_weight)` with `inputs`
+        `{"history": int32 [batch, max_turns, max_turn_length], "context": int32 [batch, max_context_length]}`:
+        each row's last `max_turns` real turns, in dialog order from the first column (later columns padding:
+        all-zero rows), each turn's first `max_turn_length` tokens; the context's first `max_context_length`.
+
+    Args:
+        vocabulary: a `keras_match.text.TextEncoder`, a list of words, a vocabulary file, or None (`load_assets`).
+        candidates: the candidate response texts, in the task's order (the model's output columns), or None
+            (`load_assets`).
+        max_turns, max_turn_length, max_context_length, max_candidate_length: ints >= 1 (`DialogSettings`).
+        lowercase: lower-case texts before tokenizing.
+
+    Raises:
+        ValueError: a length is not a positive integer; an empty candidate set or an empty / multi-line candidate;
+            the layer is used before it has a vocabulary and candidates; `x` lacks `history` or `context`.
+    """
+
+    Settings = DialogSettings
+    TEXT_INPUTS = {"history": 2, "context": 1}
+    SEQUENCE_INPUTS = ("history", "context")
+    MODEL_ARGUMENTS = ("vocab_size", "candidate_ids")
+    ASSET_FILES = (VOCABULARY_FILE, CANDIDATES_FILE)
+    VOCABULARY_FILE = VOCABULARY_FILE
+
+    def __init__(self, vocabulary=None, candidates=None, max_turns=20, max_turn_length=20, max_context_length=20,
+                 max_candidate_length=20, lowercase=True, **kwargs):
+        super().__init__(**kwargs)
+        for name, value in (("max_turns", max_turns), ("max_turn_length", max_turn_length),
+                            ("max_context_length", max_context_length),
+                            ("max_candidate_length", max_candidate_length)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        self.max_turns = int(max_turns)
+        self.max_turn_length = int(max_turn_length)
+        self.max_context_length = int(max_context_length)
+        self.max_candidate_length = int(max_candidate_length)
+        self.lowercase = bool(lowercase)
+        self.encoder = None
+        self.candidates = None
+        self._candidate_ids = None
+        self._asset = None  # the candidates file of an export (`trackables`)
+        if vocabulary is not None:
+            self.set_vocabulary(vocabulary)
+        if candidates is not None:
+            self.set_candidates(candidates)
+
+    # ---- state ------------------------------------------------------------------------------------------------
+
+    def set_vocabulary(self, vocabulary):
+        """Sets the vocabulary: a `TextEncoder`, a list of words or a vocabulary file (read in place)."""
+        if isinstance(vocabulary, text.TextEncoder):
+            encoder = vocabulary
+        elif isinstance(vocabulary, (str, os.PathLike)):
+            encoder = text.TextEncoder.from_file(vocabulary, lowercase=self.lowercase)
+        else:
+            encoder = text.TextEncoder(list(vocabulary), lowercase=self.lowercase)
+        if encoder.lowercase != self.lowercase:
+            raise ValueError(f"the vocabulary's encoder has lowercase={encoder.lowercase}, the preprocessor "
+                             f"lowercase={self.lowercase}")
+        self.encoder = encoder
+        self._candidate_ids = None
+
+    def set_candidates(self, candidates):
+        """Sets the candidate set: a sequence of texts (the model's output columns, in order)."""
+        self.candidates = _check_candidates(candidates)
+        self._candidate_ids = None
+        self._asset = None
+
+    def _check_ready(self):
+        if self.encoder is None:
+            raise ValueError("DialogPreprocessor has no vocabulary: pass vocabulary= or call load_assets()")
+        if self.candidates is None:
+            raise ValueError("DialogPreprocessor has no candidate set: pass candidates= or call load_assets()")
+
+    @property
+    def vocab_size(self) -> int:
+        self._check_ready()
+        return self.encoder.vocab_size
+
+    @property
+    def num_candidates(self) -> int:
+        self._check_ready()
+        return len(self.candidates)
+
+    @property
+    def candidate_ids(self) -> np.ndarray:
+        """int32 `[C, Lc]`: every candidate's token ids, cut to `max_candidate_length` and then to the longest
+        candidate (at least one column)."""
+        self._check_ready()
+        if self._candidate_ids is None:
+            ids = self.encoder.encode(self.candidates, self.max_candidate_length).numpy().astype(np.int32)
+            longest = max(1, int(np.count_nonzero(ids, axis=1).max()))
+            self._candidate_ids = ids[:, :longest]
+        return self._candidate_ids
+
+    # ---- what the builder receives ----------------------------------------------------------------------------
+
+    @classmethod
+    def default_model_arguments(cls, settings) -> dict:
+        """`vocab_size` (the settings') and no candidate ids (the builder then makes an empty candidate set of
+        `num_classes` rows, for building without data)."""
+        return {"vocab_size": settings.vocab_size, "candidate_ids": None}
+
+    def model_arguments(self) -> dict:
+        """`vocab_size` and `candidate_ids` (int32 `[C, Lc]`)."""
+        return {"vocab_size": self.vocab_size, "candidate_ids": self.candidate_ids}
+
+    @classmethod
+    def from_training(cls, texts: dict, settings: DialogSettings, extra_words=None, candidates=None):
+        """The preprocessor of a run: the vocabulary of the training texts (every distinct history turn and
+        context, and the candidates; then `extra_words`), the settings' lengths and the candidate set.
+
+        Args:
+            texts: `{"history": [n, H], "context": [n], "candidates": [n, C]}` of the training split
+                (`ResponseSelectionTask.examples`); the candidate set is the first row of `candidates` (every row
+                holds the same set) unless `candidates` is given.
+            settings: `DialogSettings`.
+            extra_words: optional words to add after the training words.
+            candidates: optional, the candidate texts `[C]`.
+
+        Raises:
+            ValueError: neither `candidates` nor a `candidates` column with a row.
+        """
+        if candidates is None:
+            column = texts.get("candidates")
+            if column is None or len(column) == 0:
+                raise ValueError("DialogPreprocessor.from_training needs the candidate set: a 'candidates' column "
+                                 "in the training texts, or candidates=")
+            candidates = np.asarray(column, dtype=object)[0]
+        candidates = _check_candidates(list(candidates))
+        history = np.asarray(texts["history"], dtype=object).reshape(-1)
+        documents = np.concatenate([np.unique(history[history != ""].astype(str)).astype(object),
+                                    np.unique(np.asarray(texts["context"], dtype=object).astype(str)).astype(object),
+                                    np.asarray(candidates, dtype=object)])
+        encoder = text.TextEncoder.build(documents, extra_words=extra_words, lowercase=settings.lowercase)
+        return cls(encoder, candidates, max_turns=settings.max_turns, max_turn_length=settings.max_turn_length,
+                   max_context_length=settings.max_context_length,
+                   max_candidate_length=settings.max_candidate_length, lowercase=settings.lowercase)
+
+    # ---- the declared schema ----------------------------------------------------------------------------------
+
+    def model_input_specs(self) -> dict:
+        return {"history": tf.TensorSpec([None, None, None], tf.int32, name="history"),
+                "context": tf.TensorSpec([None, None], tf.int32, name="context")}
+
+    def sequence_lengths(self) -> dict:
+        return {"history": self.max_turn_length, "context": self.max_context_length}
+
+    def trackables(self) -> list:
+        """The vocabulary's lookup table, and `candidate_table` (whose file an export copies into its assets as
+        `candidates.txt`: what maps the model's output columns, and `choice`, to response texts)."""
+        self._check_ready()
+        return [self.encoder.table, self.candidate_table]
+
+    @property
+    def candidate_table(self) -> tf.lookup.StaticHashTable:
+        """int64 candidate index -> its text (`""` outside the set), read from a private copy of `candidates.txt`."""
+        self._check_ready()
+        if self._asset is None:
+            private = tempfile.mkdtemp(prefix="keras_match_candidates_")
+            path = os.path.join(private, CANDIDATES_FILE)
+            self._write_candidates(path)
+            table = tf.lookup.StaticHashTable(
+                tf.lookup.TextFileInitializer(path, tf.int64, tf.lookup.TextFileIndex.LINE_NUMBER, tf.string,
+                                              tf.lookup.TextFileIndex.WHOLE_LINE), default_value="")
+            weakref.finalize(table, shutil.rmtree, private, ignore_errors=True)
+            self._asset = table
+        return self._asset
+
+    def describe(self) -> dict:
+        self._check_ready()
+        return {
+            **super().describe(),
+            "max_turns": self.max_turns,
+            "max_turn_length": self.max_turn_length,
+            "max_context_length": self.max_context_length,
+            "max_candidate_length": self.max_candidate_length,
+            "lowercase": self.lowercase,
+            "vocabulary_file": VOCABULARY_FILE,
+            "candidates_file": CANDIDATES_FILE,
+            "num_candidates": self.num_candidates,
+            "ids": {"padding": text.PAD_ID, "unknown": text.OOV_ID, "first_word": 2},
+        }
+
+    # ---- the mapping ------------------------------------------------------------------------------------------
+
+    def _history_strings(self, history):
+        if tf.is_tensor(history):
+            if history.dtype != tf.string:
+                raise TypeError(f"history must be a tf.string tensor, got dtype {history.dtype.name}")
+            if history.shape.rank is not None and history.shape.rank != 2:
+                raise ValueError(f"history must be texts [batch, turns], got shape {history.shape}")
+            return history
+        rows = np.asarray(history, dtype=object)
+        if rows.ndim != 2:
+            raise ValueError(f"history must be texts [batch, turns], got an array of shape {rows.shape}")
+        flat = text.as_string_batch(rows.reshape(-1))
+        return tf.reshape(flat, rows.shape)
+
+    def call(self, x, y=None, sample_weight=None):
+        self._check_ready()
+        self.check_texts(x)
+        history = last_turns(self._history_strings(x["history"]), self.max_turns)  # [batch, max_turns]
+        ids = self.encoder.encode(tf.reshape(history, [-1]), self.max_turn_length)
+        inputs = {
+            "history": tf.reshape(ids, [-1, self.max_turns, self.max_turn_length]),
+            "context": self.encoder.encode(text.as_string_batch(x["context"]), self.max_context_length),
+        }
+        return keras.utils.pack_x_y_sample_weight(inputs, y, sample_weight)
+
+    # ---- saving -----------------------------------------------------------------------------------------------
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(max_turns=self.max_turns, max_turn_length=self.max_turn_length,
+                      max_context_length=self.max_context_length, max_candidate_length=self.max_candidate_length,
+                      lowercase=self.lowercase, vocabulary=None, candidates=None)  # both are assets
+        return config
+
+    def save_assets(self, dir_path):
+        """Writes `vocabulary.txt` and `candidates.txt` (one candidate per line, in order) into `dir_path`."""
+        self._check_ready()
+        directory = pathlib.Path(dir_path)
+        storage.atomic_write(directory / VOCABULARY_FILE, self.encoder.save_vocabulary)
+        storage.atomic_write(directory / CANDIDATES_FILE, self._write_candidates)
+
+    def _write_candidates(self, path):
+        with open(path, "w", encoding="utf-8", newline="\n") as f:
+            f.writelines(candidate + "\n" for candidate in self.candidates)
+
+    def load_assets(self, dir_path):
+        """Reads the files `save_assets` wrote (the vocabulary through a private copy: `dir_path` may be temporary).
+
+        Raises:
+            FileNotFoundError: a file is missing (the message names it).
+            ValueError: a file is malformed (the message names file and line).
+        """
+        directory = pathlib.Path(dir_path)
+        for name, what in ((VOCABULARY_FILE, "vocabulary"), (CANDIDATES_FILE, "candidate set")):
+            if not (directory / name).is_file():
+                raise FileNotFoundError(f"{directory / name} not found: the preprocessor's {what} must be saved "
+                                        "with it")
+        candidates = read_candidates_file(directory / CANDIDATES_FILE)
+        private = tempfile.mkdtemp(prefix="keras_match_preprocessor_")
+        try:
+            shutil.copyfile(directory / VOCABULARY_FILE, os.path.join(private, VOCABULARY_FILE))
+            self.set_vocabulary(os.path.join(private, VOCABULARY_FILE))
+        except ValueError as error:
+            shutil.rmtree(private, ignore_errors=True)
+            raise ValueError(str(error).replace(os.path.join(private, VOCABULARY_FILE),
+                                                str(directory / VOCABULARY_FILE))) from None
+        except BaseException:
+            shutil.rmtree(private, ignore_errors=True)
+            raise
+        weakref.finalize(self.encoder.table, shutil.rmtree, private, ignore_errors=True)
+        self.set_candidates(candidates)
+
+
+from keras_match import preprocessors  # noqa: E402  (registers it once the class exists)
+
+preprocessors.register("dialog", DialogPreprocessor)

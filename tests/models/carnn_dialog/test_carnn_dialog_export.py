@@ -1,0 +1,55 @@
+"""A CARNN dialog run exports: the SavedModel takes raw dialog turns (`history` string [batch, turns], `context`
+string [batch]) and returns the scores over the candidate set and the chosen index, its assets carry the
+vocabulary and the candidate texts, and the ONNX conversion of `serve_ids` matches TensorFlow."""
+
+import numpy as np
+import tensorflow as tf
+
+from keras_match import export, pipeline, runs, tasks
+from keras_match.models.carnn_dialog import build_carnn_dialog
+from keras_match.preprocessors.dialog import DialogPreprocessor
+
+CANDIDATES = ["hello what can i help you with today", "i'm on it", "any preference on a type of cuisine",
+              "api_call italian paris six cheap", "ok let me look into some options for you"]
+WORDS = ("hi hello what can i help you with today book a table for six in paris please italian cheap any "
+         "preference on type of cuisine api_call 'm it ok let me look into some options").split()
+TEXTS = {"history": np.array([["hi", "hello what can i help you with today", "book a table"],
+                              ["", "", ""], ["zzqx", "", ""]], object),
+         "context": np.array(["italian please", "hi", ""], object)}
+
+
+def test_export_and_serve(tmp_path):
+    preprocessor = DialogPreprocessor(WORDS, CANDIDATES, max_turns=2, max_turn_length=6)
+    model = build_carnn_dialog(preprocessor.vocab_size, preprocessor.candidate_ids, units=8, variant="n",
+                               num_classes=len(CANDIDATES), name="carnn_dialog_n")
+    rng = np.random.default_rng(0)
+    for weight in model.trainable_weights:  # spread the scores
+        weight.assign(rng.normal(0, 0.5, size=weight.shape).astype("float32"))
+    task = tasks.ResponseSelectionTask(len(CANDIDATES))
+    run = runs.Run(model=model, preprocessor=preprocessor, config={"zoo": "carnn_dialog_n", "task": task.config()})
+    inputs = pipeline.encode(preprocessor, TEXTS)
+    expected = np.asarray(model.predict(preprocessor.trim_padding(inputs), verbose=0))
+
+    table = preprocessor.candidate_table
+    assert table.lookup(tf.constant([3, 9], tf.int64)).numpy().tolist() == [CANDIDATES[3].encode(), b""]
+    version = export.saved_model(run, tmp_path / "export", version=1, warmup=True)
+    assert sorted(p.name for p in (version / "assets").iterdir()) == ["candidates.txt", "vocabulary.txt"]
+    assert (version / "assets" / "candidates.txt").read_text(encoding="utf-8").splitlines() == CANDIDATES
+    metadata = export.read_metadata(version)
+    assert metadata["signatures"]["serving_default"] == {"history": ["string", [None, None]],
+                                                        "context": ["string", [None]]}
+    assert metadata["head"] == "classification" and metadata["label_names"] is None
+    assert metadata["num_candidates"] == len(CANDIDATES) and metadata["task"]["kind"] == "response_selection"
+    import tensorflow_text  # noqa: F401
+
+    loaded = tf.saved_model.load(str(version))
+    served = loaded.signatures["serving_default"](history=tf.constant(TEXTS["history"].tolist()),
+                                                  context=tf.constant(TEXTS["context"].tolist()))
+    np.testing.assert_allclose(served["scores"].numpy(), expected, atol=1e-5)
+    assert served["choice"].numpy().tolist() == np.argmax(expected, axis=1).tolist()
+    by_ids = loaded.signatures["serve_ids"](**{k: tf.constant(v) for k, v in inputs.items()})
+    np.testing.assert_allclose(by_ids["scores"].numpy(), expected, atol=1e-5)
+
+    onnx = export.to_onnx(version)
+    assert onnx.max_abs_diff <= 1e-4 and onnx.num_samples > 0
+    assert (onnx.path.parent / "candidates.txt").is_file()
