@@ -60,6 +60,29 @@ def trim_padding(inputs, sequence_inputs):
     return trimmed
 
 
+def vocabulary_encoder(vocabulary, lowercase):
+    """The `keras_match.text.TextEncoder` of `vocabulary`: a `TextEncoder` (kept), a list of words, or a vocabulary
+    file (read in place); its lowercasing must be `lowercase`.
+
+    Raises:
+        ValueError: an encoder given with other lowercasing.
+    """
+    import os
+
+    from keras_match import text
+
+    if isinstance(vocabulary, text.TextEncoder):
+        encoder = vocabulary
+    elif isinstance(vocabulary, (str, os.PathLike)):
+        encoder = text.TextEncoder.from_file(vocabulary, lowercase=lowercase)
+    else:
+        encoder = text.TextEncoder(list(vocabulary), lowercase=lowercase)
+    if encoder.lowercase != lowercase:
+        raise ValueError(f"the vocabulary's encoder has lowercase={encoder.lowercase}, the preprocessor "
+                         f"lowercase={lowercase}")
+    return encoder
+
+
 class Preprocessor(keras.layers.Layer):
     """Base class of the preprocessors (see the module docstring for what a subclass declares).
 

@@ -26,6 +26,7 @@ import tensorflow as tf
 
 from keras_match import storage, text
 from keras_match.preprocessors.base import Preprocessor
+from keras_match.preprocessors.base import vocabulary_encoder
 from keras_match.settings import POSITIVE_INT
 from keras_match.settings import PreprocessingSettings
 
@@ -185,16 +186,7 @@ class DialogPreprocessor(Preprocessor):
 
     def set_vocabulary(self, vocabulary):
         """Sets the vocabulary: a `TextEncoder`, a list of words or a vocabulary file (read in place)."""
-        if isinstance(vocabulary, text.TextEncoder):
-            encoder = vocabulary
-        elif isinstance(vocabulary, (str, os.PathLike)):
-            encoder = text.TextEncoder.from_file(vocabulary, lowercase=self.lowercase)
-        else:
-            encoder = text.TextEncoder(list(vocabulary), lowercase=self.lowercase)
-        if encoder.lowercase != self.lowercase:
-            raise ValueError(f"the vocabulary's encoder has lowercase={encoder.lowercase}, the preprocessor "
-                             f"lowercase={self.lowercase}")
-        self.encoder = encoder
+        self.encoder = vocabulary_encoder(vocabulary, self.lowercase)
         self._candidate_ids = None
 
     def set_candidates(self, candidates):
