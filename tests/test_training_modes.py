@@ -70,11 +70,13 @@ def test_bad_loss_names_are_refused(data_dir, tmp_path, capsys):
     assert "--set lstm_units=abc: the value must be JSON" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("name", [n for n in zoo.names()])
+@pytest.mark.parametrize("name", [n for n in zoo.names() if zoo.family_of(n).preprocessor == "pair"])
 @pytest.mark.parametrize("loss", ["pointwise", "pairwise_hinge", "listwise_softmax"])
 def test_every_ranking_entry_compiles_for_every_loss_mode(name, loss):
-    """One training step of each mode runs for every zoo entry and moves its weights: the model `train` fits
-    takes the mode's batch shapes with no entry-specific code (synthetic ids; real data: the tests above)."""
+    """One training step of each mode runs for every zoo entry that ranks (question, answer) pairs and moves its
+    weights: the model `train` fits takes the mode's batch shapes with no entry-specific code (synthetic ids; real
+    data: the tests above). The dialog entries rank a fixed candidate set with a softmax and train pointwise only
+    (`ResponseSelectionTask.loss_modes`; their short real-data run: tests/models/test_zoo_entries.py)."""
     task = tasks.RankingTask()
     settings = settings_for_task(zoo.resolve(name, **_small(name), loss=loss), task)
     mode = losses.mode_of(settings.training.loss)
