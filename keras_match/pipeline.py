@@ -73,7 +73,7 @@ def encode(preprocessor, texts, batch_size=ENCODE_BATCH) -> dict:
 
     Raises:
         ValueError: the text inputs differ in length.
-        TypeError: a text is neither str nor bytes (the message gives its index).
+        TypeError: a text is neither str nor bytes (the message names its input and index).
     """
     preprocessor.check_texts(texts)
     columns = {key: np.asarray(texts[key], dtype=object) for key in preprocessor.TEXT_INPUTS}
@@ -87,17 +87,13 @@ def encode(preprocessor, texts, batch_size=ENCODE_BATCH) -> dict:
         return {key: np.zeros([0] + [widths.get(key, d) or 0 for d in spec.shape[1:-1]]
                               + [widths.get(key, spec.shape[-1])], spec.dtype.as_numpy_dtype)
                 for key, spec in specs.items()}
-    strings = {key: _string_tensor(value) for key, value in columns.items()}  # str or UTF-8 bytes
+    # str or UTF-8 bytes; [n] or [n, k] (a rank-2 text input: a history of turns)
+    strings = {key: text.as_string_batch(value, rank=value.ndim, name=key) for key, value in columns.items()}
     dataset = tf.data.Dataset.from_tensor_slices(strings).batch(batch_size).map(preprocessor)
     chunks = [{key: value.numpy() for key, value in batch.items()} for batch in dataset]
     return {key: np.concatenate([chunk[key] for chunk in chunks]) for key in chunks[0]}
 
 
-def _string_tensor(texts):
-    """`tf.string` of an object array of texts `[n]` or `[n, k]` (a rank-2 text input: a history of turns)."""
-    if texts.ndim == 1:
-        return text.as_string_batch(texts)
-    return tf.reshape(text.as_string_batch(texts.reshape(-1)), texts.shape)
 
 
 def _gather(inputs, labels, index, mode):

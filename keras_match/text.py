@@ -203,31 +203,50 @@ def _regex_tokenize(
     return tf_text.regex_split(texts, _SEPARATOR + "+|" + token, token)
 
 
-def as_string_batch(texts) -> tf.Tensor:
-    """Converts a batch of texts to a ``tf.string`` tensor ``[batch]`` (symbolic tensors pass through)."""
+def as_string_batch(texts, rank: int = 1, name: str = "texts") -> tf.Tensor:
+    """Converts a batch of texts to a ``tf.string`` tensor (symbolic tensors pass through).
+
+    Args:
+        texts: ``tf.string`` tensor, list (of lists) of ``str`` / UTF-8 ``bytes``, or numpy array of them.
+        rank: 1 for texts ``[batch]``; 2 for rows of texts ``[batch, k]`` (a dialog history of turns).
+        name: the input's name in the error messages.
+
+    Returns:
+        ``tf.string`` tensor of shape ``[batch]`` or ``[batch, k]``.
+
+    Raises:
+        TypeError: a ragged tensor, another dtype, a single text instead of a batch, or an element that is not
+            ``str`` / ``bytes`` (named by its index).
+        ValueError: the batch has another rank than ``rank``.
+    """
+    shape_name = {1: "[batch]", 2: "[batch, k]"}.get(rank, f"of rank {rank}")
     if isinstance(texts, tf.RaggedTensor):
-        raise TypeError("texts must be a dense tf.string tensor [batch], not a tf.RaggedTensor")
+        raise TypeError(f"{name} must be a dense tf.string tensor {shape_name}, not a tf.RaggedTensor")
     if tf.is_tensor(texts):
         if texts.dtype != tf.string:
-            raise TypeError(f"texts must be a tf.string tensor, got dtype {texts.dtype.name}")
-        if texts.shape.rank is not None and texts.shape.rank != 1:
-            raise ValueError(f"texts must be a tf.string tensor of shape [batch], got shape {texts.shape}")
+            raise TypeError(f"{name} must be a tf.string tensor, got dtype {texts.dtype.name}")
+        if texts.shape.rank is not None and texts.shape.rank != rank:
+            raise ValueError(f"{name} must be a tf.string tensor of shape {shape_name}, got shape {texts.shape}")
         return texts
     if isinstance(texts, (str, bytes)):
-        raise TypeError("texts must be a batch (list, numpy array or tf.Tensor [batch]); wrap a single text "
-                        "in a list")
-    if isinstance(texts, np.ndarray):
-        if texts.ndim != 1:
-            raise ValueError(f"texts must be a 1-D array [batch], got shape {texts.shape}")
-        if texts.dtype.kind in "US":
-            return tf.constant(texts.astype(object).tolist(), dtype=tf.string, shape=[len(texts)])
-        texts = texts.tolist()
-    else:
-        texts = list(texts)
-    for i, text in enumerate(texts):
-        if not isinstance(text, (str, bytes)):
-            raise TypeError(f"texts[{i}] is {type(text).__name__}, not str")
-    return tf.constant(texts, dtype=tf.string, shape=[len(texts)])
+        raise TypeError(f"{name} must be a batch (list, numpy array or tf.Tensor {shape_name}); wrap a single "
+                        "text in a list")
+    if isinstance(texts, np.ndarray) and texts.dtype.kind in "US":
+        texts = texts.astype(object)
+    try:
+        rows = np.asarray(texts if isinstance(texts, np.ndarray) else list(texts), dtype=object)
+    except ValueError as error:  # rows of unequal lengths
+        raise ValueError(f"{name} must be an array {shape_name} of equal rows: {error}") from None
+    if rows.size == 0 and rows.ndim < rank:
+        rows = rows.reshape((0,) * rank)
+    if rows.ndim != rank:
+        raise ValueError(f"{name} must be a {rank}-D array {shape_name}, got shape {rows.shape}")
+    flat = rows.reshape(-1).tolist()
+    for i, value in enumerate(flat):
+        if not isinstance(value, (str, bytes)):
+            index = ", ".join(str(k) for k in np.unravel_index(i, rows.shape)) if rows.size else str(i)
+            raise TypeError(f"{name}[{index}] is {type(value).__name__}, not str")
+    return tf.constant(flat, dtype=tf.string, shape=list(rows.shape))
 
 
 def tokenize(texts, lowercase: bool = True) -> tf.RaggedTensor:

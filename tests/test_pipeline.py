@@ -127,7 +127,7 @@ def test_encode_rejects_inputs_of_different_lengths(preprocessor):
 
 
 def test_encode_rejects_non_text(preprocessor):
-    with pytest.raises(TypeError, match=r"texts\[1\]"):
+    with pytest.raises(TypeError, match=r"question\[1\] is NoneType, not str"):  # the field and the index
         pipeline.encode(preprocessor, {"question": ["a", None], "answer": ["a", "b"]})
 
 

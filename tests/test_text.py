@@ -11,6 +11,7 @@ import pytest
 import tensorflow as tf
 
 from keras_match.text import OOV_ID, PAD_ID, TextEncoder, load_embeddings, tokenize
+from keras_match import text
 
 
 def toks(texts, **kwargs):
@@ -103,6 +104,25 @@ def test_tokenize_rejects_bad_input():
         tokenize(tf.constant([["a"]]))
     with pytest.raises(TypeError, match="dtype"):
         tokenize(tf.constant([1, 2]))
+
+
+def test_rows_of_texts_convert_and_name_the_bad_element():
+    """`as_string_batch(rank=2)`: a history of turns [batch, k], from lists, arrays or tensors; every error names
+    the input and the element's [row, column]."""
+    rows = [["hello", "a table for two"], ["", "Zürich".encode("utf-8")]]
+    for given in (rows, np.array(rows, dtype=object), tf.constant(rows)):
+        converted = text.as_string_batch(given, rank=2, name="history")
+        assert converted.dtype == tf.string and converted.shape == (2, 2)
+        assert converted.numpy()[1, 1].decode("utf-8") == "Zürich"
+    assert text.as_string_batch([], rank=2).shape == (0, 0)
+    with pytest.raises(TypeError, match=r"history\[1, 0\] is NoneType"):
+        text.as_string_batch([["a", "b"], [None, "c"]], rank=2, name="history")
+    with pytest.raises(ValueError, match=r"history must be a 2-D array \[batch, k\], got shape \(2,\)"):
+        text.as_string_batch([["a"], ["b", "c"]], rank=2, name="history")  # rows of unequal lengths
+    with pytest.raises(ValueError, match=r"history must be a tf.string tensor of shape \[batch, k\]"):
+        text.as_string_batch(tf.constant(["a", "b"]), rank=2, name="history")
+    with pytest.raises(TypeError, match=r"context\[0\] is int"):
+        text.as_string_batch([3], name="context")
 
 
 def test_tokenize_real_rows(data_dir):

@@ -313,27 +313,14 @@ class DialogPreprocessor(Preprocessor):
 
     # ---- the mapping ------------------------------------------------------------------------------------------
 
-    def _history_strings(self, history):
-        if tf.is_tensor(history):
-            if history.dtype != tf.string:
-                raise TypeError(f"history must be a tf.string tensor, got dtype {history.dtype.name}")
-            if history.shape.rank is not None and history.shape.rank != 2:
-                raise ValueError(f"history must be texts [batch, turns], got shape {history.shape}")
-            return history
-        rows = np.asarray(history, dtype=object)
-        if rows.ndim != 2:
-            raise ValueError(f"history must be texts [batch, turns], got an array of shape {rows.shape}")
-        flat = text.as_string_batch(rows.reshape(-1))
-        return tf.reshape(flat, rows.shape)
-
     def call(self, x, y=None, sample_weight=None):
         self._check_ready()
         self.check_texts(x)
-        history = last_turns(self._history_strings(x["history"]), self.max_turns)  # [batch, max_turns]
+        history = last_turns(text.as_string_batch(x["history"], rank=2, name="history"), self.max_turns)  # [batch, max_turns]
         ids = self.encoder.encode(tf.reshape(history, [-1]), self.max_turn_length)
         inputs = {
             "history": tf.reshape(ids, [-1, self.max_turns, self.max_turn_length]),
-            "context": self.encoder.encode(text.as_string_batch(x["context"]), self.max_context_length),
+            "context": self.encoder.encode(text.as_string_batch(x["context"], name="context"), self.max_context_length),
         }
         return keras.utils.pack_x_y_sample_weight(inputs, y, sample_weight)
 
