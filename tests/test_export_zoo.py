@@ -44,7 +44,11 @@ TRICKY_ANSWERS = ["Hamlet was written by William Shakespeare .", "the cat", "", 
 RANK_QUESTION = "who wrote hamlet ?"
 RANK_ANSWERS = ["Shakespeare wrote Hamlet .", "", "zzqx", "the cat sat", "Shakespeare wrote Hamlet .", LONG,
                 "日本 café", "hamlet hamlet hamlet"]
-MANY = 3000
+MANY = 1000
+"""Pairs in the "many" case: one request of many texts of every length, four of `pipeline.PREDICT_BATCH` batches
+in training's scoring. It was 3,000 until the suite had to get faster: scoring the cases in the parent alone took
+18-25 s of the 50-95 s that building, exporting and scoring took per entry (five entries timed on a busy 2-core
+machine), and the child scores them twice more. `benchmarks/export_latency.py` still sends one batch of 3,000."""
 TRAINING_TEXTS = ["who wrote hamlet ?", "shakespeare wrote hamlet .", "the cat sat on the mat .",
                   "when was the teapot dome scandal ?", "the scandal broke in 1923 .", "a play of william"]
 

@@ -70,13 +70,45 @@ def test_bad_loss_names_are_refused(data_dir, tmp_path, capsys):
     assert "--set lstm_units=abc: the value must be JSON" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("name", [n for n in zoo.names() if zoo.family_of(n).preprocessor == "pair"])
-@pytest.mark.parametrize("loss", ["pointwise", "pairwise_hinge", "listwise_softmax"])
+LOSS_MODES = ["pointwise", "pairwise_hinge", "listwise_softmax"]
+
+
+def _loss_mode_cases():
+    """(entry, loss) for every zoo entry that ranks (question, answer) pairs with its own preset's loss, and with
+    every loss mode for the first entry of each (family, head, pair features) group.
+
+    A mode reaches the model only through `Recipe.compile`: pointwise fits the model itself, pairwise and listwise
+    fit `heads.ListScorer` around it, which folds the candidate axis into the batch and reads nothing of the model
+    but its inputs and its head. Entries of one family with the same head and the same inputs differ in widths
+    and options inside the model, which every mode calls the same way; their own mode still runs for each."""
+    cases, seen = [], set()
+    for name in (n for n in zoo.names() if zoo.family_of(n).preprocessor == "pair"):
+        preset = zoo.describe(name)
+        group = (preset["family"], preset["model"].get("head"), bool(preset["preprocessing"]["overlap_features"]))
+        own = preset["training"]["loss"]
+        modes = [own] if group in seen else sorted(set(LOSS_MODES) | {own}, key=lambda m: (m not in LOSS_MODES, m))
+        seen.add(group)
+        cases += [(name, loss) for loss in modes]
+    return cases
+
+
+def test_the_loss_mode_cases_cover_every_mode_and_entry():
+    cases = _loss_mode_cases()
+    names = {n for n in zoo.names() if zoo.family_of(n).preprocessor == "pair"}
+    assert {name for name, _ in cases} == names
+    families = {zoo.describe(n)["family"] for n in names}
+    for family in families:
+        modes = {losses.mode_of(loss) for name, loss in cases if zoo.describe(name)["family"] == family}
+        assert modes == {"pointwise", "pairwise", "listwise"}, family
+
+
+@pytest.mark.parametrize("name, loss", _loss_mode_cases())
 def test_every_ranking_entry_compiles_for_every_loss_mode(name, loss):
-    """One training step of each mode runs for every zoo entry that ranks (question, answer) pairs and moves its
-    weights: the model `train` fits takes the mode's batch shapes with no entry-specific code (synthetic ids; real
-    data: the tests above). The dialog entries rank a fixed candidate set with a softmax and train pointwise only
-    (`ResponseSelectionTask.loss_modes`; their short real-data run: tests/models/test_zoo_entries.py)."""
+    """One training step of each mode runs for the zoo entries that rank (question, answer) pairs and moves their
+    weights (the cases: `_loss_mode_cases`): the model `train` fits takes the mode's batch shapes with no
+    entry-specific code (synthetic ids; real data: the tests above). The dialog entries rank a fixed candidate set
+    with a softmax and train pointwise only (`ResponseSelectionTask.loss_modes`; their short real-data run:
+    tests/models/test_zoo_entries.py)."""
     task = tasks.RankingTask()
     settings = settings_for_task(zoo.resolve(name, **_small(name), loss=loss), task)
     mode = losses.mode_of(settings.training.loss)
