@@ -214,6 +214,47 @@ def compare_aggregate_sick():
                                                   ("snli:dev", ["accuracy"]), ("snli", ["accuracy"])], RANKING)
 
 
+def _paper_figures(result):
+    """The paper's test MAP / MRR of a ranking row, when the zoo entry's `reported` figures are on the row's
+    dataset ("–" otherwise: a WikiQA row of an entry whose paper reports TrecQA)."""
+    reported = result.get("reported") or {}
+    same_data = str(result.get("dataset", "")).split("-")[0] == str(reported.get("dataset", "")).split("-")[0]
+    if not reported.get("map") or not same_data:
+        return "–"
+    return f"{reported['map']:.3f} / {reported['mrr']:.3f}"
+
+
+def _ranking_rows_with_paper(folder):
+    from summarize import cell
+
+    lines = ["| model | row | seeds | dev MAP | test MAP | test MRR | test P@1 | paper, test MAP / MRR | epochs | "
+             "wall s |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for (name, label), group in _groups(_files(f"{folder}/*-s*.json")).items():
+        result, runs = group["result"], group["runs"]
+        lines.append(f"| `{name}` | {label} | {_seeds(runs)} | {_mean(runs, 'dev', 'map')} | "
+                     f"{_mean(runs, 'test', 'map')} | {_mean(runs, 'test', 'mrr')} | {_mean(runs, 'test', 'p@1')} | "
+                     f"{_paper_figures(result)} | {cell([r['epochs_run'] for r in runs], 1)} | "
+                     f"{cell([r['wall_time_s'] for r in runs], 0)} |")
+    return "\n".join(lines)
+
+
+def iwan_trecqa():
+    """IWAN and IWAN + CARNN on TrecQA clean (and WikiQA), each row beside the CARNN paper's Table 3 figure of
+    its encoder (the CARNN authors' IWAN re-implementation)."""
+    return _ranking_rows_with_paper("iwan_trecqa")
+
+
+def coupled_lstm_ranking():
+    """Coupled-LSTMs ranking TrecQA clean (TRAIN) and WikiQA answers (the paper's ranking set is not available)."""
+    return _plan_table("coupled_lstm_ranking", [("dev", ["map"]), ("test", ["map", "mrr", "p@1"])], RANKING)
+
+
+def coupled_lstm_sick():
+    """Coupled-LSTMs on SICK entailment, and SNLI as transfer (the paper trains on SNLI, not available here)."""
+    return _plan_table("coupled_lstm_sick", [("dev", ["accuracy"]), ("test", ["accuracy", "macro_f1"]),
+                                             ("snli:dev", ["accuracy"]), ("snli", ["accuracy"])], RANKING)
+
+
 def data():
     """The datasets: origin, license, files fetched / built and size on disk (benchmarks/fresh_machine.py)."""
     import fresh_machine
@@ -234,6 +275,9 @@ TABLES = {
     "semeval2016": semeval2016,
     "compare-aggregate-wikiqa": compare_aggregate_wikiqa,
     "compare-aggregate-sick": compare_aggregate_sick,
+    "coupled-lstm-sick": coupled_lstm_sick,
+    "coupled-lstm-ranking": coupled_lstm_ranking,
+    "iwan-trecqa": iwan_trecqa,
 }
 """Every generated table: name -> a function returning its markdown (raises TableError)."""
 

@@ -191,8 +191,11 @@ def _dev_pairs(run, data_dir=None):
     if not isinstance(spec, str):
         raise ValueError("--neurons interpretable reads the run's dev split, and this run's config.json names no "
                          "dataset; choose --neurons K [K ...]")
-    pairs = load_by_name(spec, data_dir=data_dir)["dev"].pairs()
-    return list(pairs.questions), list(pairs.answers)
+    from keras_match.tasks import task_for
+
+    dataset = load_by_name(spec, data_dir=data_dir)
+    texts = task_for(dataset).examples(dataset["dev"]).texts  # a ranking or a classification split alike
+    return list(texts["question"]), list(texts["answer"])
 
 
 def plot_explanation(run, texts, out, neurons=None, data_dir=None, **options) -> list:

@@ -141,3 +141,22 @@ def test_explain_command_on_a_run_trained_on_trecqa(data_dir, tmp_path, capsys):
 
     assert cli.main(["explain", str(run_dir), *pair, "--window", "2"]) == 2
     assert "takes --neurons, not --window" in capsys.readouterr().err
+
+
+def test_interpretable_neurons_of_a_classifier_read_its_dev_pairs(data_dir, tmp_path, capsys):
+    """A classifier's run (SICK): `--neurons interpretable` reads the premise / hypothesis pairs of its dev split
+    (a classification split has no ranking `pairs()`)."""
+    run_dir = tmp_path / "sick"
+    assert cli.main(["train", "lc_lstm_sick", "--dataset", "sick", "--data-dir", str(data_dir),
+                     "--max-train-questions", "40", "--epochs", "1", "--embeddings", "none", "--run-dir",
+                     str(run_dir), "--set", "units=3", "--set", "dense_units=4", "--set", "embedding_dim=8",
+                     "--set", "max_question_length=8", "--set", "max_answer_length=8"]) == 0
+    capsys.readouterr()
+    out = tmp_path / "sick.png"
+    assert cli.main(["explain", str(run_dir), "--question", "A man is playing a guitar",
+                     "--answer", "A man is playing an instrument", "--neurons", "interpretable",
+                     "--data-dir", str(data_dir), "--out", str(out)]) == 0
+    found = re.search(r"interpretable neurons \(dev split, (\d+) pairs with a matching word pair",
+                      capsys.readouterr().out)
+    assert found and 300 < int(found.group(1)) <= 500  # SICK's trial split: 500 pairs, most share a word
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
