@@ -241,13 +241,36 @@ def build_archive(run: Run, chunk_size=CHUNK_SIZE):
     def serving_default(*texts):
         return task.serving_outputs(head, score_texts(dict(zip(text_names, texts))))
 
+    scorer = _candidate_scorer(run)
+    score_with_candidates = None
+    if scorer is not None:
+        def score_with_candidates(texts, candidates):
+            # the turn's candidate texts, cut as the preprocessor cuts the task's set; ids of the chunk's texts
+            inputs = preprocessor.trim_padding(preprocessor(texts))
+            candidate_ids = preprocessor.encoder.encode(candidates, preprocessor.max_candidate_length)
+            return tf.cast(scorer(inputs, candidate_ids), tf.float32)
+
     table = signature_table(run)
     endpoints = {signatures.DEFAULT_SIGNATURE: serving_default, signatures.IDS_SIGNATURE: serve_ids}
-    for name, (_, make) in task.extra_signatures(head, preprocessor).items():
-        endpoints[name] = make(score_texts)
+    for name, (_, make) in task.extra_signatures(head, preprocessor, open_candidates=scorer is not None).items():
+        endpoints[name] = make(score_texts, score_with_candidates)
     for name, inputs in table.items():
         archive.add_endpoint(name, endpoints[name], input_signature=signatures.tensor_specs(inputs))
     return archive
+
+
+def _candidate_scorer(run: Run):
+    """The run's model scoring candidates given at call time (its family's `score_candidates`,
+    `keras_match.zoo.Family`), or None: no such family, or a model outside the zoo."""
+    from keras_match import zoo
+
+    name = run.config.get("family")
+    family = zoo.families().get(name) if name else None
+    if family is None and run.config.get("zoo") in zoo.names():
+        family = zoo.family_of(run.config["zoo"])
+    if family is None or family.score_candidates is None:
+        return None
+    return family.score_candidates(run.model)
 
 
 def signature_table(run: Run) -> dict:
@@ -256,7 +279,8 @@ def signature_table(run: Run) -> dict:
     preprocessor = run.preprocessor
     model_inputs = {name: (spec.dtype.name, spec.shape.as_list())
                     for name, spec in preprocessor.model_input_specs().items()}
-    extras = {name: inputs for name, (inputs, _) in task.extra_signatures(head, preprocessor).items()}
+    extras = {name: inputs for name, (inputs, _) in
+              task.extra_signatures(head, preprocessor, open_candidates=_candidate_scorer(run) is not None).items()}
     return signatures.signature_table(preprocessor.TEXT_INPUTS, model_inputs, extras)
 
 

@@ -91,6 +91,10 @@ class Family:
         search_space: a search-space dict, or the file name under `tuning/` (default `"<name>.json"`).
         explain: optional `explain(run, texts, out, window=None) -> list of str`, what `keras-match explain`
             prints after writing the plot `out`.
+        score_candidates: optional `score_candidates(model) -> fn(inputs, candidate_ids) -> scores [batch, C]`:
+            for a family whose models select among a fixed candidate set kept in the model, the same model
+            scoring candidates given at call time (`candidate_ids` int32 `[C, length]`, shared by the batch). The
+            export then adds the task's signature that takes candidate texts (`respond` of response selection).
         presets: optional `{entry: preset dict}` held in memory (a family defined outside the package, a test's);
             default: the JSON files of `zoo/<name>/`.
     """
@@ -101,6 +105,7 @@ class Family:
     rules: dict = dataclasses.field(default_factory=dict)
     search_space: typing.Any = None
     explain: typing.Callable | None = None
+    score_candidates: typing.Callable | None = None
     presets: dict | None = None
 
     def builder(self, name):

@@ -114,11 +114,14 @@ class Task(abc.ABC):
         """`{signature: {output: (dtype name, shape)}}` for `serving_default`, `serve_ids` and the extras."""
         raise NotImplementedError
 
-    def extra_signatures(self, head, preprocessor) -> dict:
+    def extra_signatures(self, head, preprocessor, open_candidates=False) -> dict:
         """`{name: (inputs table, make)}`: signatures beyond `serving_default` and `serve_ids` (ranking's `rank`).
 
-        The inputs table is `{input: (dtype name, shape)}`; `make(score_texts)` returns the endpoint function,
-        given `score_texts(texts) -> model outputs` over the preprocessor's text inputs.
+        The inputs table is `{input: (dtype name, shape)}`; `make(score_texts, score_with_candidates)` returns
+        the endpoint function, given `score_texts(texts) -> model outputs` over the preprocessor's text inputs
+        and, when `open_candidates` (the model's family has `score_candidates`, `keras_match.zoo.Family`),
+        `score_with_candidates(texts, candidates) -> scores [batch, C]` over candidate texts `[C]` given at call
+        time (None otherwise).
         """
         return {}
 

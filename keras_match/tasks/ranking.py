@@ -97,7 +97,7 @@ class RankingTask(Task):
         return {signatures.DEFAULT_SIGNATURE: score, signatures.IDS_SIGNATURE: dict(score),
                 signatures.RANK_SIGNATURE: {"scores": ("float32", [None]), "order": ("int32", [None])}}
 
-    def extra_signatures(self, head, preprocessor) -> dict:
+    def extra_signatures(self, head, preprocessor, open_candidates=False) -> dict:
         """`rank`: one query, `n` candidates -> `scores` [n] and `order` [n] (for preprocessors that declare
         their `ranking_inputs`)."""
         from keras_match import signatures
@@ -107,7 +107,7 @@ class RankingTask(Task):
         query, candidate = preprocessor.ranking_inputs
         inputs = {query: ("string", []), f"{candidate}s": ("string", [None])}
 
-        def make(score_texts):
+        def make(score_texts, score_with_candidates=None):
             import tensorflow as tf
 
             def rank(query_text, candidates):

@@ -116,7 +116,9 @@ class ResponseSelectionTask(Task):
     string [batch, C]) and `serve_ids` return `scores` float32 [batch, C] and `choice` int32 [batch], the chosen
     candidate's index (ties: the lowest index); `respond` takes one turn (`history` string [H], `context`
     string [], `candidates` string [C]) and returns `scores` [C], `choice` int32 [] and `response` string [], the
-    chosen candidate's text.
+    chosen candidate's text; for a model that keeps the task's candidate set (the CARNN dialog model) it is
+    exported when the model's family scores candidates given at call time (`keras_match.zoo.Family`
+    `score_candidates`), and the turn's candidates replace the set.
 
     Args:
         num_candidates: the size of the candidate set the model selects among.
@@ -229,22 +231,30 @@ class ResponseSelectionTask(Task):
                 RESPOND_SIGNATURE: {"scores": ("float32", [None]), "choice": ("int32", []),
                                     "response": ("string", [])}}
 
-    def extra_signatures(self, head, preprocessor) -> dict:
+    def extra_signatures(self, head, preprocessor, open_candidates=False) -> dict:
         """`respond`: one dialog turn (`history` [H], `context` [], `candidates` [C]) -> `scores` [C], `choice` []
-        and `response` [], the chosen candidate's text; for preprocessors that read this task's texts with
-        ranks history 2, context 1, candidates 2."""
-        if dict(preprocessor.TEXT_INPUTS) != {"history": 2, "context": 1, "candidates": 2}:
+        and `response` [], the chosen candidate's text. For preprocessors that read this task's texts with ranks
+        history 2, context 1, candidates 2; or, for one that reads the history and context only (the candidate
+        set kept in the model, `DialogPreprocessor`), when the model scores candidates given at call time
+        (`open_candidates`): the turn's candidates then replace the task's set, and the scores are eq. 10's
+        softmax over them."""
+        text_inputs = dict(preprocessor.TEXT_INPUTS)
+        given = text_inputs == {"history": 2, "context": 1, "candidates": 2}
+        if not given and not (open_candidates and text_inputs == {"history": 2, "context": 1}):
             return {}
         inputs = {"history": ("string", [None]), "context": ("string", []), "candidates": ("string", [None])}
 
-        def make(score_texts):
+        def make(score_texts, score_with_candidates=None):
             import tensorflow as tf
 
             def respond(history, context, candidates):
                 check = tf.debugging.assert_positive(tf.size(candidates), message="respond needs a candidate")
                 with tf.control_dependencies([check]):
-                    texts = {"history": history[None], "context": context[None], "candidates": candidates[None]}
-                outputs = self.serving_outputs(head, score_texts(texts))
+                    texts = {"history": history[None], "context": context[None]}
+                    if given:
+                        texts["candidates"] = candidates[None]
+                scores = score_texts(texts) if given else score_with_candidates(texts, candidates)
+                outputs = self.serving_outputs(head, scores)
                 choice = outputs["choice"][0]
                 return {"scores": outputs["scores"][0], "choice": choice, "response": tf.gather(candidates, choice)}
 

@@ -132,3 +132,40 @@ def build_carnn_dialog(
     if pretrained_embeddings:
         embedding.set_weights([embeddings.astype("float32")])
     return model
+
+
+def score_candidates(model):
+    """The CARNN dialog model scoring candidate responses given at call time (eq. 9-10 over any candidate set).
+
+    `build_carnn_dialog` keeps the task's candidate set in the model (`CandidateIds`); this function reuses the
+    same layers (the history summary `h_his` up to eq. 8, the shared word embedding, the candidate Position
+    Encoder of eq. 9 and the scorer of eq. 10) with the candidates' ids as an argument, so a served model can
+    choose among the candidates of one turn (the export's `respond` signature takes their texts). Given the
+    task's own candidate ids it computes exactly the model's output.
+
+    Args:
+        model: a model of `build_carnn_dialog` (its layers `word_embedding`, `candidate_encoder`,
+            `candidate_scores`).
+
+    Returns:
+        `fn(inputs, candidate_ids) -> float32 [batch, C]`: `inputs` the model's inputs (`history` int32
+        `[batch, turns, length]`, `context` int32 `[batch, length]`), `candidate_ids` int32 `[C, length]` (0 is
+        padding), the softmax over the `C` candidates of eq. 10 for each example.
+
+    Raises:
+        ValueError: the model lacks one of those layers (another family's model).
+    """
+    try:
+        embedding = model.get_layer("word_embedding")
+        encoder = model.get_layer("candidate_encoder")
+        scorer = model.get_layer("candidate_scores")
+    except ValueError as error:
+        raise ValueError(f"score_candidates takes a CARNN dialog model (build_carnn_dialog): {error}") from None
+    summary = keras.Model(model.inputs, scorer.input[0], name=f"{model.name}_summary")
+
+    def score(inputs, candidate_ids):
+        vectors = encoder(embedding(candidate_ids), mask=keras.ops.not_equal(candidate_ids, 0))  # eq. 9, J unpadded
+        logits = scorer([summary(inputs, training=False), vectors])
+        return keras.ops.cast(keras.ops.softmax(logits, axis=-1), "float32")  # eq. 10
+
+    return score

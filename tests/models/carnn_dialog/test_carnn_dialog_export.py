@@ -3,6 +3,7 @@ string [batch]) and returns the scores over the candidate set and the chosen ind
 vocabulary and the candidate texts, and the ONNX conversion of `serve_ids` matches TensorFlow."""
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from keras_match import export, pipeline, runs, tasks
@@ -49,6 +50,27 @@ def test_export_and_serve(tmp_path):
     assert served["choice"].numpy().tolist() == np.argmax(expected, axis=1).tolist()
     by_ids = loaded.signatures["serve_ids"](**{k: tf.constant(v) for k, v in inputs.items()})
     np.testing.assert_allclose(by_ids["scores"].numpy(), expected, atol=1e-5)
+
+    # respond: one turn and the candidate texts of that turn (eq. 10 over them); the task's own set gives the
+    # model's own scores, another set its own softmax
+    assert metadata["signatures"]["respond"] == {"history": ["string", [None]], "context": ["string", []],
+                                                 "candidates": ["string", [None]]}
+    respond = loaded.signatures["respond"]
+    for row in range(len(TEXTS["context"])):
+        turn = {"history": tf.constant(TEXTS["history"][row].tolist()), "context": tf.constant(TEXTS["context"][row])}
+        out = respond(**turn, candidates=tf.constant(CANDIDATES))
+        np.testing.assert_allclose(out["scores"].numpy(), expected[row], atol=1e-5)
+        assert out["response"].numpy().decode() == CANDIDATES[int(np.argmax(expected[row]))]
+        picked = [4, 0, 3]  # a subset in another order: the softmax over those three of the same logits
+        out = respond(**turn, candidates=tf.constant([CANDIDATES[i] for i in picked]))
+        logits = np.log(expected[row][picked])
+        np.testing.assert_allclose(out["scores"].numpy(), np.exp(logits) / np.exp(logits).sum(), atol=1e-5)
+        assert int(out["choice"]) == int(np.argmax(expected[row][picked]))
+    new = respond(**turn, candidates=tf.constant(["zzqx table for six", "hello", "hello", ""]))
+    assert new["scores"].shape == (4,) and np.isclose(new["scores"].numpy().sum(), 1.0, atol=1e-5)
+    assert new["scores"].numpy()[1] == new["scores"].numpy()[2] and int(new["choice"]) != 2  # ties: lowest index
+    with pytest.raises(tf.errors.InvalidArgumentError, match="respond needs a candidate"):
+        respond(**turn, candidates=tf.constant([], tf.string))
 
     onnx = export.to_onnx(version)
     assert onnx.max_abs_diff <= 1e-4 and onnx.num_samples > 0
