@@ -255,6 +255,37 @@ def coupled_lstm_sick():
                                              ("snli:dev", ["accuracy"]), ("snli", ["accuracy"])], RANKING)
 
 
+def shipped_presets():
+    """The trained presets shipped in the package (`keras_match/presets/<entry>/<dataset>/metadata.json`, written
+    by benchmarks/ship_presets.py): the seed chosen on dev, the shipped weights' figures, the run's own test
+    figures beside them and the weights' storage."""
+    import keras_match
+
+    root = pathlib.Path(keras_match.__file__).parent / "presets"
+    lines = ["| preset | seed | dev MAP / accuracy | test MAP / MRR / P@1 or accuracy / macro-F1 | the run's test "
+             "figures (float32) | weights | preset on disk |", "|---|---|---|---|---|---|---|"]
+    paths = sorted(root.glob("*/*/metadata.json"))
+    if not paths:
+        raise TableError(f"no shipped preset under {root}: benchmarks/ship_presets.py writes them")
+
+    def figures(split, names):
+        return " / ".join(f"{split[name]:.4f}" for name in names if name in split)
+
+    for path in paths:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+        if "provenance" not in meta:
+            raise TableError(f"{path}: no provenance")
+        shipped = meta["weights"].get("figures") or meta["figures"]
+        ranking = "map" in meta["figures"]["test"]
+        names = ("map", "mrr", "p@1") if ranking else ("accuracy", "macro_f1")
+        size = sum(f.stat().st_size for f in path.parent.iterdir() if f.is_file())
+        lines.append(f"| `{path.parent.parent.name}/{path.parent.name}` | {meta['seed']} | "
+                     f"{figures(shipped['dev'], names[:1])} | {figures(shipped['test'], names)} | "
+                     f"{figures(meta['figures']['test'], names)} | {meta['weights']['dtype']}, "
+                     f"{meta['weights']['bytes'] / 1e6:.1f} MB | {size / 1e6:.1f} MB |")
+    return "\n".join(lines)
+
+
 def data():
     """The datasets: origin, license, files fetched / built and size on disk (benchmarks/fresh_machine.py)."""
     import fresh_machine
@@ -278,6 +309,7 @@ TABLES = {
     "coupled-lstm-sick": coupled_lstm_sick,
     "coupled-lstm-ranking": coupled_lstm_ranking,
     "iwan-trecqa": iwan_trecqa,
+    "shipped-presets": shipped_presets,
 }
 """Every generated table: name -> a function returning its markdown (raises TableError)."""
 

