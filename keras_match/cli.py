@@ -140,13 +140,15 @@ def _cmd_evaluate(args):
 def _text_inputs(items, preprocessor, command):
     """The texts of `--NAME TEXT` (repeatable) and `--NAME-file FILE` options (one text per non-empty line; the
     plural `--NAMEs-file` is read too), one `NAME` per text input of the run's preprocessor. An input given once
-    is repeated for every text of an input given several times (one question, many answers).
+    is repeated for every text of an input given several times (one question, many answers). The texts of an
+    input of rank 2 (a dialog's `history`) are the turns of one example, oldest first.
 
     Raises:
         ValueError: an option that names no text input, a missing input, or inputs given different numbers
             (not 1) of times.
     """
     names = list(preprocessor.TEXT_INPUTS)
+    rows = {name for name, rank in dict(preprocessor.TEXT_INPUTS).items() if rank == 2}  # a dialog's history
     texts = {name: [] for name in names}
     options = " ".join(f"--{name}" for name in names)
     i = 0
@@ -171,6 +173,8 @@ def _text_inputs(items, preprocessor, command):
     missing = [f"--{name}" for name, values in texts.items() if not values]
     if missing:
         raise ValueError(f"{command}: give {' and '.join(missing)} (this run's model reads {options})")
+    for name in rows:  # every --history TEXT (or line of --history-file) is a turn of ONE example's row
+        texts[name] = [texts[name]]
     count = max(len(values) for values in texts.values())
     uneven = {name: len(values) for name, values in texts.items() if len(values) not in (1, count)}
     if uneven:
@@ -230,7 +234,8 @@ def _cmd_predict(args):
     folder = _trained_folder(args)
     texts = _text_inputs(args.texts, preprocessor_class_of(folder), "predict")  # checked before loading
     run = _load_trained(args)
-    for line in run.task.predictions(run.head, run.predict(texts), texts, run.label_names):
+    shown = run.preprocessor.shown_texts(texts)  # with the candidate set a dialog model keeps
+    for line in run.task.predictions(run.head, run.predict(texts), shown, run.label_names):
         print(line)
 
 

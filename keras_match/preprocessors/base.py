@@ -163,6 +163,11 @@ class Preprocessor(keras.layers.Layer):
         if missing:
             raise ValueError(f"{name} input lacks {missing}; it takes {list(self.TEXT_INPUTS)}")
 
+    def shown_texts(self, texts) -> dict:
+        """The texts a prediction is printed with (`Task.predictions`): the given ones, and what the model keeps
+        of its own (a fixed candidate set); here the given ones."""
+        return dict(texts)
+
     def trackables(self) -> list:
         """What an export must track for the graph to run (lookup tables, objects holding asset files)."""
         raise NotImplementedError

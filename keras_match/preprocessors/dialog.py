@@ -313,6 +313,14 @@ class DialogPreprocessor(Preprocessor):
 
     # ---- the mapping ------------------------------------------------------------------------------------------
 
+    def shown_texts(self, texts) -> dict:
+        """The given texts and `candidates` `[n, C]`: the candidate set (the model's own) for every example."""
+        self._check_ready()
+        shown = dict(texts)
+        count = len(np.asarray(texts["context"], dtype=object).reshape(-1))
+        shown["candidates"] = np.array([list(self.candidates)] * count, dtype=object).reshape(count, -1)
+        return shown
+
     def call(self, x, y=None, sample_weight=None):
         self._check_ready()
         self.check_texts(x)
