@@ -88,7 +88,8 @@ def encode(preprocessor, texts, batch_size=ENCODE_BATCH) -> dict:
                               + [widths.get(key, spec.shape[-1])], spec.dtype.as_numpy_dtype)
                 for key, spec in specs.items()}
     # str or UTF-8 bytes; [n] or [n, k] (a rank-2 text input: a history of turns)
-    strings = {key: text.as_string_batch(value, rank=value.ndim, name=key) for key, value in columns.items()}
+    ranks = dict(preprocessor.TEXT_INPUTS)
+    strings = {key: text.as_string_batch(value, rank=ranks[key], name=key) for key, value in columns.items()}
     dataset = tf.data.Dataset.from_tensor_slices(strings).batch(batch_size).map(preprocessor)
     chunks = [{key: value.numpy() for key, value in batch.items()} for batch in dataset]
     return {key: np.concatenate([chunk[key] for chunk in chunks]) for key in chunks[0]}

@@ -75,16 +75,19 @@ LOSS_MODES = ["pointwise", "pairwise_hinge", "listwise_softmax"]
 
 def _loss_mode_cases():
     """(entry, loss) for every zoo entry that ranks (question, answer) pairs with its own preset's loss, and with
-    every loss mode for the first entry of each (family, head, pair features) group.
+    every loss mode for the first entry of each group of entries built alike: the same builder, head, pair
+    features and encoder / coupling (the settings that choose other layers).
 
     A mode reaches the model only through `Recipe.compile`: pointwise fits the model itself, pairwise and listwise
     fit `heads.ListScorer` around it, which folds the candidate axis into the batch and reads nothing of the model
-    but its inputs and its head. Entries of one family with the same head and the same inputs differ in widths
-    and options inside the model, which every mode calls the same way; their own mode still runs for each."""
+    but its inputs and its head. Entries of one group differ only in widths and numeric settings, which every
+    mode calls the same way; their own mode still runs for each."""
     cases, seen = [], set()
     for name in (n for n in zoo.names() if zoo.family_of(n).preprocessor == "pair"):
         preset = zoo.describe(name)
-        group = (preset["family"], preset["model"].get("head"), bool(preset["preprocessing"]["overlap_features"]))
+        model = preset["model"]
+        group = (preset["family"], preset["builder"], model.get("head"), model.get("encoder"), model.get("coupling"),
+                 bool(preset["preprocessing"]["overlap_features"]))
         own = preset["training"]["loss"]
         modes = [own] if group in seen else sorted(set(LOSS_MODES) | {own}, key=lambda m: (m not in LOSS_MODES, m))
         seen.add(group)

@@ -318,7 +318,8 @@ class DialogPreprocessor(Preprocessor):
         self._check_ready()
         shown = dict(texts)
         count = len(np.asarray(texts["context"], dtype=object).reshape(-1))
-        shown["candidates"] = np.array([list(self.candidates)] * count, dtype=object).reshape(count, -1)
+        shown["candidates"] = np.empty((count, len(self.candidates)), dtype=object)
+        shown["candidates"][:] = list(self.candidates)
         return shown
 
     def call(self, x, y=None, sample_weight=None):

@@ -166,6 +166,6 @@ def score_candidates(model):
     def score(inputs, candidate_ids):
         vectors = encoder(embedding(candidate_ids), mask=keras.ops.not_equal(candidate_ids, 0))  # eq. 9, J unpadded
         logits = scorer([summary(inputs, training=False), vectors])
-        return keras.ops.cast(keras.ops.softmax(logits, axis=-1), "float32")  # eq. 10
+        return keras.ops.softmax(keras.ops.cast(logits, "float32"), axis=-1)  # eq. 10, in float32 as the model
 
     return score

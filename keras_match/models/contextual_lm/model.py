@@ -295,10 +295,11 @@ def _evaluation_step(model):
     if cached is not None:
         return cached
     spec = tf.TensorSpec([None, None], tf.int32)
+    owner = weakref.ref(model)  # the cached step must not keep its model alive (the cache's key)
 
     @tf.function(input_signature=[spec, spec, spec, tf.TensorSpec([None], tf.int32)])
     def step(previous, tokens, targets, labels):
-        out = model({"previous": previous, "tokens": tokens}, training=False)
+        out = owner()({"previous": previous, "tokens": tokens}, training=False)
         nll, real = token_nll(out["next_word"], targets)
         if "label" in out:
             has = labels >= 0

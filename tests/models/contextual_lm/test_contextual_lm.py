@@ -145,8 +145,9 @@ def test_evaluate_perplexity_is_the_mean_nll_over_real_tokens():
     assert 0.0 <= result["label_accuracy"] <= 1.0
 
 
-def test_loss_is_equation_13():
-    model = small("contextual", "s", alpha=0.5)
+@pytest.mark.parametrize("alpha", [0.5, 0.3])  # 0.3: alpha and 1 - alpha swapped would differ
+def test_loss_is_equation_13(alpha):
+    model = small("contextual", "s", alpha=alpha)
     out = model(X)
     logits = np.asarray(out["next_word"], np.float64)
     logp = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
@@ -156,7 +157,7 @@ def test_loss_is_equation_13():
     label_logits = np.asarray(out["label"], np.float64)
     label_logp = label_logits - np.log(np.exp(label_logits).sum(-1, keepdims=True))
     label = np.array([-label_logp[0, 1], -label_logp[1, 0], 0.0])  # no previous sentence: no label term
-    expected = np.mean(0.5 * word + 0.5 * label)
+    expected = np.mean(alpha * word + (1 - alpha) * label)
     assert float(model.compute_loss(X, Y, out)) == pytest.approx(expected, rel=1e-5)
     lstm = small("lstm")
     lstm_out = lstm(X)
@@ -285,3 +286,4 @@ def test_malformed_line_names_file_and_line(tmp_path):
     with pytest.raises(DataFormatError, match=r"bad\.txt, line 2") as error:
         data.read_split("train", bad, candidates)
     assert error.value.line == 2 and str(bad) in str(error.value)
+
