@@ -312,7 +312,7 @@ def preset_figures(metadata) -> dict:
     return metadata.get("figures") or {}
 
 
-def measure(run, dataset, data_dir=None, splits=("dev", "test")) -> dict:
+def measure(run, dataset, data_dir=None, splits=("dev", "test"), download=None) -> dict:
     """The figures of a loaded run or preset (`keras_match.runs.Run`) on the splits of a benchmark, as
     `keras-match evaluate --dataset` gives them (the dataset's own task rules).
 
@@ -321,11 +321,12 @@ def measure(run, dataset, data_dir=None, splits=("dev", "test")) -> dict:
         dataset: a dataset name of `keras-match --dataset` (`"wikiqa-answered"`) or a loaded dataset.
         data_dir: the benchmark data folder (default `$KERAS_MATCH_DATA`, then the user cache).
         splits: the splits to score; those the dataset lacks are left out.
+        download: as `keras_match.datasets.catalog.load_by_name` (`False`: never fetch).
     """
     from keras_match import tasks
     from keras_match.datasets.catalog import load_by_name
 
-    loaded = load_by_name(dataset, data_dir=data_dir)
+    loaded = load_by_name(dataset, data_dir=data_dir, download=download)
     task = tasks.task_for(loaded)
     return {split: run.evaluate(loaded[split], task=task) for split in splits if split in loaded}
 
@@ -476,15 +477,25 @@ def _float16_figures(staged, metadata, data_dir) -> dict:
     """`metadata.json` `weights` entries of a float16 preset: its figures on the benchmark's dev and test splits
     (`figures`), their differences from the run's (`difference`, `max_abs_difference`), or why they were not
     measured (`not_measured`)."""
+    from keras_match.datasets.catalog import known_names
+    from keras_match.datasets.download import DataError
+
     benchmark = metadata["benchmark"]
-    try:
-        measured = measure(load_preset(staged), benchmark, data_dir=data_dir)
-    except (FileNotFoundError, OSError, ValueError) as error:
-        if isinstance(error, PresetError):
-            raise
+    if benchmark not in known_names():
+        raise ValueError(f"float16 figures: unknown benchmark {benchmark!r} (one of {', '.join(known_names())})")
+    try:  # the data folder only: writing a preset never starts a download
+        measured = measure(load_preset(staged), benchmark, data_dir=data_dir, download=False)
+    except (FileNotFoundError, DataError) as error:
         return {"benchmark": benchmark, "figures": None,
                 "not_measured": f"{benchmark}'s data not found ({' '.join(str(error).split())[:300]})"}
-    difference = figure_differences(measured, metadata.get("figures") or {})
+    reference = metadata.get("figures") or {}
+    for split, values in measured.items():  # the same questions, or the differences mean nothing
+        count = next((key for key in ("num_questions", "num_pairs", "num_examples") if key in values), None)
+        if count and count in (reference.get(split) or {}) and values[count] != reference[split][count]:
+            return {"benchmark": benchmark, "figures": None,
+                    "not_measured": f"{benchmark} {split} has {values[count]} {count[4:]}, the run's figures "
+                                    f"{reference[split][count]}: another variant of the data (give --dataset)"}
+    difference = figure_differences(measured, reference)
     largest = max((abs(value) for values in difference.values() for value in values.values()), default=None)
     return {"benchmark": benchmark, "figures": measured, "difference": difference, "max_abs_difference": largest}
 
