@@ -42,8 +42,6 @@ PACKAGE_PRESETS = HERE.parent / "keras_match" / "presets"
 MAX_WEIGHTS_BYTES = 8_000_000
 MAX_SHIPPED_BYTES = 40_000_000
 TOLERANCE = 0.002
-RANKING_FIGURES = ("map", "mrr", "p@1")
-CLASSIFICATION_FIGURES = ("accuracy", "macro_f1")
 
 
 class ShipError(Exception):
@@ -72,12 +70,12 @@ def row_results(out: pathlib.Path, row: int) -> list[dict]:
 
 
 def selection_figure(run: dict) -> str:
-    """The dev figure the seed is chosen by: MAP for a ranker, accuracy for a classifier."""
+    """The dev figure the seed is chosen by: MAP (ranker), accuracy (classifier), per-response accuracy (dialog)."""
     dev = run.get("dev") or {}
-    for key in ("map", "accuracy"):
+    for key in ("map", "accuracy", "per_response_accuracy"):
         if key in dev:
             return key
-    raise ShipError(f"seed {run.get('seed')}: no dev MAP or accuracy in its result")
+    raise ShipError(f"seed {run.get('seed')}: no dev MAP, accuracy or per-response accuracy in its result")
 
 
 def find_run_dir(runs_dir: pathlib.Path, entry: str, dataset: str, run: dict) -> pathlib.Path:
@@ -111,16 +109,11 @@ def shipped_folders(into: pathlib.Path) -> list[pathlib.Path]:
             if presets.is_preset(folder)] if into.is_dir() else []
 
 
-def figure_keys(figures: dict) -> list[str]:
-    return [key for key in RANKING_FIGURES + CLASSIFICATION_FIGURES if key in figures]
-
-
-def largest_difference(a: dict, b: dict) -> float:
-    return max(abs(float(a[key]) - float(b[key])) for key in figure_keys(a) if key in b)
-
-
 def summary(figures: dict) -> str:
-    return ", ".join(f"{key.upper() if key != 'p@1' else 'P@1'} {figures[key]:.4f}" for key in figure_keys(figures))
+    from keras_match import presets
+
+    figure_keys = [key for key in presets.FIGURES if key in figures]
+    return ", ".join(f"{key.upper() if key != 'p@1' else 'P@1'} {figures[key]:.4f}" for key in figure_keys)
 
 
 def card_notes(*, command, out, plan, row, label, entry, chosen, seeds, key, dataset, run_command, float16, fig32,
@@ -181,7 +174,7 @@ def ship(args) -> dict:
         candidate32 = presets.write_preset(run_dir, work / "float32", benchmark=dataset, data_dir=args.data_dir)
         fig32 = presets.measure(presets.load_preset(candidate32), dataset, data_dir=args.data_dir)
         run_check = presets.figure_differences(fig32, {split: run_metrics[split] for split in ("dev", "test")})
-        drift = max((abs(v) for values in run_check.values() for v in values.values()), default=0.0)
+        drift = presets.largest_figure_difference(fig32, run_metrics, splits=("dev", "test")) or 0.0
         if drift > 1e-6:
             raise ShipError(f"the float32 preset of {run_dir} does not give the run's figures on {dataset} "
                             f"(largest difference {drift:.2e}): {run_check}")
@@ -192,8 +185,7 @@ def ship(args) -> dict:
             raise ShipError(f"the float16 preset could not be scored: {weights16.get('not_measured')}")
         fig16 = weights16["figures"]
         # over dev and test: the same figure as metadata.json's max_abs_difference, which the tests hold to 0.002
-        difference = max(largest_difference(fig16[split], fig32[split]) for split in ("dev", "test")
-                         if split in fig16 and split in fig32)
+        difference = presets.largest_figure_difference(fig16, fig32, splits=("dev", "test"))
         float16 = {"auto": difference <= args.tolerance, "always": True, "never": False}[args.float16]
         print(f"[ship] test {summary(fig32['test'])} (float32) against {summary(fig16['test'])} (float16): "
               f"largest difference {difference:.4f} -> {'float16' if float16 else 'float32'}", file=sys.stderr)
@@ -207,7 +199,7 @@ def ship(args) -> dict:
         metadata = json.loads((final / presets.METADATA_FILE).read_text(encoding="utf-8"))
         shipped_figures = presets.preset_figures(metadata)
         expected = fig16 if float16 else fig32
-        if largest_difference(shipped_figures["test"], expected["test"]) > 1e-6:
+        if presets.largest_figure_difference(shipped_figures, expected, splits=("test",)) > 1e-6:
             raise ShipError("the preset written last does not give the figures of its candidate")
         weights_bytes = (final / presets.WEIGHTS_FILE).stat().st_size
         others = sum(folder_bytes(folder) for folder in shipped_folders(into)

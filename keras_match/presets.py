@@ -51,7 +51,8 @@ DIGESTS_FILE = "files.sha256"
 """`keras_match.DIGESTS_FILE`."""
 
 __all__ = ["write_preset", "load_preset", "trained", "preset_dir", "is_preset", "PresetError", "WEIGHTS_FILE",
-           "METADATA_FILE", "CARD_FILE", "PRESET_FORMAT", "measure", "preset_figures", "figure_differences"]
+           "METADATA_FILE", "CARD_FILE", "PRESET_FORMAT", "measure", "preset_figures", "figure_differences",
+           "largest_figure_difference", "FIGURES"]
 
 PRESET_FORMAT = 1
 """The layout of a preset's `metadata.json` written today."""
@@ -225,7 +226,6 @@ def _card(config, metadata, notes) -> str:
               f"{entry!r}, weights={metadata.get('benchmark') or dataset!r}) for a shipped preset",
               "run.rank(question, answers)", "```", "",
               "## Training", ""]
-    provenance = metadata.get("provenance") or {}
     lines.append(f"- command: `{metadata.get('command') or 'unknown'}`")
     lines.append(f"- dataset: {dataset} (training split {config.get('train_split') or 'the default'}"
                  + (f", its first {config['max_train_questions']} questions only" if config.get("max_train_questions")
@@ -250,7 +250,7 @@ def _card(config, metadata, notes) -> str:
     reported = preset.get("reported") or {}
     reported = reported if reported.get("dataset") == dataset else {}
     figures = {split: values for split, values in (metadata.get("figures") or {}).items() if values}
-    columns = [key for key in _FIGURES if any(key in values for values in figures.values())]
+    columns = [key for key in FIGURES if any(key in values for values in figures.values())]
     lines += ["", "## Figures", "", "| split | " + " | ".join(columns) + " |", "| --- |" + " --- |" * len(columns)]
     for split, values in figures.items():
         lines.append(f"| {split} | " + " | ".join(_figure(values.get(key)) for key in columns) + " |")
@@ -281,7 +281,8 @@ def _card(config, metadata, notes) -> str:
     return "\n".join(lines) + "\n"
 
 
-_FIGURES = ("map", "mrr", "p@1", "accuracy", "macro_f1")
+# the figures a preset records and compares, in the order its tables show them (ranking, classification, dialog)
+FIGURES = ("map", "mrr", "p@1", "accuracy", "macro_f1", "per_response_accuracy", "per_dialog_accuracy")
 
 
 def _float16_text(metadata) -> str:
@@ -295,7 +296,7 @@ def _float16_text(metadata) -> str:
     parts = []
     for split, values in measured.items():
         run = (metadata.get("figures") or {}).get(split) or {}
-        keys = [key for key in _FIGURES if key in values and key in run]
+        keys = [key for key in FIGURES if key in values and key in run]
         parts.append(f"{split} " + ", ".join(f"{key.upper() if key != 'p@1' else 'P@1'} {values[key]:.4f} "
                                              f"(float32 {run[key]:.4f}, {values[key] - run[key]:+.4f})"
                                              for key in keys))
@@ -332,10 +333,22 @@ def measure(run, dataset, data_dir=None, splits=("dev", "test"), download=None) 
 
 
 def figure_differences(measured: dict, reference: dict) -> dict:
-    """`measured - reference` for every figure (`_FIGURES`) both give, by split."""
-    return {split: {key: float(values[key]) - float(reference[split][key]) for key in _FIGURES
+    """`measured - reference` for every figure (`FIGURES`) both give, by split."""
+    return {split: {key: float(values[key]) - float(reference[split][key]) for key in FIGURES
                     if key in values and key in (reference.get(split) or {})}
             for split, values in measured.items() if split in reference}
+
+
+def largest_figure_difference(measured: dict, reference: dict, splits=None) -> float | None:
+    """The largest `|measured - reference|` over every figure both give (`figure_differences`), or None.
+
+    Args:
+        measured, reference: figures by split, `{"dev": {"map": ...}, "test": {...}}`.
+        splits: the splits compared (default: every split both give).
+    """
+    difference = figure_differences(measured, reference)
+    return max((abs(value) for split, values in difference.items() if splits is None or split in splits
+                for value in values.values()), default=None)
 
 
 def _figure(value):
@@ -495,9 +508,8 @@ def _float16_figures(staged, metadata, data_dir) -> dict:
             return {"benchmark": benchmark, "figures": None,
                     "not_measured": f"{benchmark} {split} has {values[count]} {count[4:]}, the run's figures "
                                     f"{reference[split][count]}: another variant of the data (give --dataset)"}
-    difference = figure_differences(measured, reference)
-    largest = max((abs(value) for values in difference.values() for value in values.values()), default=None)
-    return {"benchmark": benchmark, "figures": measured, "difference": difference, "max_abs_difference": largest}
+    return {"benchmark": benchmark, "figures": measured, "difference": figure_differences(measured, reference),
+            "max_abs_difference": largest_figure_difference(measured, reference)}
 
 
 # ----------------------------------------------------------------------------------------------------- load

@@ -409,3 +409,15 @@ def test_a_float16_preset_without_the_data_says_its_figures_were_not_measured(tr
     assert "figures were not measured" in (target / "README.md").read_text()
     np.testing.assert_allclose(presets.load_preset(target).score(QUESTIONS, ANSWERS), run.score(QUESTIONS, ANSWERS),
                                atol=5e-3, rtol=5e-3)
+
+
+def test_figure_differences_compare_only_what_both_sides_give_and_the_largest_is_signed_out():
+    measured = {"dev": {"map": 0.80, "mrr": 0.90, "num_questions": 65},
+                "test": {"per_response_accuracy": 0.50, "per_dialog_accuracy": 0.0}}
+    reference = {"dev": {"map": 0.81, "p@1": 0.7}, "test": {"per_response_accuracy": 0.53},
+                 "transfer": {"map": 0.1}}
+    difference = presets.figure_differences(measured, reference)
+    assert difference == {"dev": {"map": pytest.approx(-0.01)}, "test": {"per_response_accuracy": pytest.approx(-0.03)}}
+    assert presets.largest_figure_difference(measured, reference) == pytest.approx(0.03)
+    assert presets.largest_figure_difference(measured, reference, splits=("dev",)) == pytest.approx(0.01)
+    assert presets.largest_figure_difference(measured, {"other": {"map": 0.5}}) is None
