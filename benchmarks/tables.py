@@ -153,7 +153,7 @@ def _plan_rows(folder, splits, rows=None):
         cells = [f"`{name}`", label or "", _seeds(runs)]
         for split, figures in splits:
             cells += [_mean(runs, split, figure) for figure in figures]
-        cells += [cell([r["epochs_run"] for r in runs], 1), cell([r["wall_time_s"] for r in runs], 0)]
+        cells += [cell([r["epochs_run"] for r in runs], 1), _wall(runs)]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 
@@ -204,7 +204,7 @@ def compare_aggregate_wikiqa():
         lines.append(f"| `{name}` | {label} | {_seeds(runs)} | {_mean(runs, 'dev', 'map')} | "
                      f"{_mean(runs, 'test', 'map')} | {_mean(runs, 'test', 'mrr')} | {_mean(runs, 'test', 'p@1')} | "
                      f"{paper} | {cell([r['epochs_run'] for r in runs], 1)} | "
-                     f"{cell([r['wall_time_s'] for r in runs], 0)} |")
+                     f"{_wall(runs)} |")
     return "\n".join(lines)
 
 
@@ -226,6 +226,18 @@ def _paper_figures(result):
     return f"{reported['map']:.3f} / {reported['mrr']:.3f}{also}"
 
 
+def _wall(runs):
+    """The wall-time cell: mean (± std) seconds of the runs that trained in one process. A resumed run's
+    `wall_time_s` is its last process's time only (its provenance's `resumed_after_epoch`), so it is left out and
+    counted."""
+    from summarize import cell
+
+    whole = [r["wall_time_s"] for r in runs if not (r.get("provenance") or {}).get("resumed_after_epoch")]
+    left = len(runs) - len(whole)
+    return (cell(whole, 0) if whole else "–") + (f" ({left} resumed run{'s' if left > 1 else ''} left out)"
+                                                 if left else "")
+
+
 def _ranking_rows_with_paper(folder):
     from summarize import cell
 
@@ -236,7 +248,7 @@ def _ranking_rows_with_paper(folder):
         lines.append(f"| `{name}` | {label} | {_seeds(runs)} | {_mean(runs, 'dev', 'map')} | "
                      f"{_mean(runs, 'test', 'map')} | {_mean(runs, 'test', 'mrr')} | {_mean(runs, 'test', 'p@1')} | "
                      f"{_paper_figures(result)} | {cell([r['epochs_run'] for r in runs], 1)} | "
-                     f"{cell([r['wall_time_s'] for r in runs], 0)} |")
+                     f"{_wall(runs)} |")
     return "\n".join(lines)
 
 
