@@ -116,6 +116,22 @@ def summary(figures: dict) -> str:
     return ", ".join(f"{key.upper() if key != 'p@1' else 'P@1'} {figures[key]:.4f}" for key in figure_keys)
 
 
+def portable(command: str) -> str:
+    """`command` as anyone can run it from a clone: a script given by an absolute path (`/somewhere/benchmarks/
+    reproduce.py`) by its path in the repository, and without this machine's `--runs DIR` and `--replace`."""
+    words, kept = shlex.split(command), []
+    skip = False
+    for word in words:
+        if skip:
+            skip = False
+        elif word == "--runs":
+            skip = True
+        elif word != "--replace" and not word.startswith("--runs="):
+            kept.append("benchmarks/" + word.rsplit("/benchmarks/", 1)[1]
+                        if word.startswith("/") and "/benchmarks/" in word else word)
+    return shlex.join(kept)
+
+
 def card_notes(*, command, out, plan, row, label, entry, chosen, seeds, key, dataset, run_command, float16, fig32,
                fig16, difference, tolerance) -> str:
     name = key.upper() if key == "map" else key
@@ -128,9 +144,10 @@ def card_notes(*, command, out, plan, row, label, entry, chosen, seeds, key, dat
         f"**Seed {chosen['seed']}** of the {len(seeds)} seeds trained with these settings: the best by dev {name}, "
         f"the figure the seeds are chosen by (the test split took no part in the choice). The seeds: {listed}.",
         "",
-        f"Rebuild the run: `{run_command}` (the seed's own command, from its result file's provenance)"
+        f"Rebuild the run: `{portable(run_command)}` (the seed's own command, from its result file's provenance, "
+        "run from a clone)"
         + (f", or the row's {len(seeds)} seeds: `KERAS_MATCH_DATA=DATA python benchmarks/ablation.py {plan} --out "
-           f"{out} --rows {row}`" if plan else "") + f"; then `{command}`.",
+           f"{out} --rows {row}`" if plan else "") + f"; then `{portable(command)}`.",
         "",
         f"Stored in {'float16' if float16 else 'float32'}: re-evaluated on {dataset}'s test split, loaded from "
         f"their files, the float32 preset gives {summary(fig32)} and the float16 preset {summary(fig16)}; the "

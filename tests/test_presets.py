@@ -421,3 +421,14 @@ def test_figure_differences_compare_only_what_both_sides_give_and_the_largest_is
     assert presets.largest_figure_difference(measured, reference) == pytest.approx(0.03)
     assert presets.largest_figure_difference(measured, reference, splits=("dev",)) == pytest.approx(0.01)
     assert presets.largest_figure_difference(measured, {"other": {"map": 0.5}}) is None
+
+
+def test_the_rebuild_command_of_a_model_card_runs_from_a_clone():
+    from conftest import benchmark_module
+
+    ship = benchmark_module("ship_presets")
+    assert ship.portable("python /work/bg/benchmarks/reproduce.py iwan_ncarnn --dataset trecqa-clean --seeds 1 "
+                         "--label 'IWAN + nCARNN'") == ("python benchmarks/reproduce.py iwan_ncarnn --dataset "
+                                                        "trecqa-clean --seeds 1 --label 'IWAN + nCARNN'")
+    assert ship.portable("python benchmarks/ship_presets.py OUT --row 1 --runs /tmp/x/runs --replace --plan P") == (
+        "python benchmarks/ship_presets.py OUT --row 1 --plan P")

@@ -111,7 +111,8 @@ def scored(request, data_dir, tmp_path_factory):
                or path.suffix in (".gz", ".zip", ".tsv", ".txt", ".npy", ".parquet", ".h5")]
     assert not fetched, fetched
     outputs = dict(np.load(work / "outputs.npz"))
-    return {"name": name, "task": task, "examples": examples, "outputs": outputs,
+    names = json.loads(result.stdout.strip().splitlines()[-1])
+    return {"name": name, "task": task, "examples": examples, "outputs": outputs, **names,
             "head": _metadata(name)["head"], "count": len(texts[next(iter(texts))])}
 
 
@@ -131,12 +132,15 @@ def test_a_shipped_preset_scores_its_test_split_as_its_metadata_says_in_a_fresh_
 
 
 def test_the_saved_model_and_onnx_exports_of_a_shipped_preset_give_the_keras_scores(scored):
-    keras_outputs = scored["outputs"]["keras"]
+    # what each signature must give for the Keras model's outputs: a ranker's score (a softmax head's p(relevant),
+    # column 1 of its [n, 2] output), a classifier's probabilities
+    task, head, keras_outputs = scored["task"], scored["head"], scored["outputs"]["keras"]
+    served = np.asarray(task.serving_outputs(head, keras_outputs)[scored["served_output"]])
+    converted = np.asarray(task.serving_outputs(head, keras_outputs, numeric_only=True)[scored["onnx_output"]])
+    assert served.shape[0] == converted.shape[0] == scored["count"]
     # the SavedModel tokenizes in-graph (tf.string in), ONNX reads the same token ids as the Keras model
-    np.testing.assert_allclose(scored["outputs"]["saved_model"].reshape(keras_outputs.shape), keras_outputs,
-                               atol=1e-5, rtol=0)
-    np.testing.assert_allclose(scored["outputs"]["onnx"].reshape(keras_outputs.shape), keras_outputs,
-                               atol=1e-4, rtol=0)  # export.to_onnx's own verification bound
+    np.testing.assert_allclose(scored["outputs"]["saved_model"], served, atol=1e-5, rtol=0)
+    np.testing.assert_allclose(scored["outputs"]["onnx"], converted, atol=1e-4, rtol=0)  # to_onnx's own bound
 
 
 @pytest.mark.parametrize("name", SHIPPED)
