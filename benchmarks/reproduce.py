@@ -109,6 +109,7 @@ def main(argv=None):
                     "best_epoch": report["best_epoch"],
                     "epochs_run": report["epochs_run"],
                     "wall_time_s": report["wall_time_s"],
+                    "epoch_seconds": report.get("epoch_seconds"),
                     "loss_mode": report.get("loss_mode", "pointwise"),
                     "train_pairs_per_s": report.get("train_pairs_per_s"),
                     "dev": {k: report["dev"][k] for k in figures},

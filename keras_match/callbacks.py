@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import time
 
 import keras
 import numpy as np
@@ -62,7 +63,8 @@ class DevEvaluationCallback(keras.callbacks.Callback):
         self.state_dir = None if state_dir is None else pathlib.Path(state_dir)
         self.patience = patience
         self.state = {"monitor": monitor, "best": -1.0, "best_epoch": -1, "wait": 0, "history": [], "epoch": 0,
-                      "weights": None, "best_weights": None}
+                      "weights": None, "best_weights": None, "epoch_seconds": []}
+        self._epoch_start = None
         self._best_in_memory = None
         if self.state_dir is not None:
             self.state.update(read_state(self.state_dir))
@@ -97,9 +99,20 @@ class DevEvaluationCallback(keras.callbacks.Callback):
             generator.state.assign(np.asarray(value, dtype=keras.backend.standardize_dtype(generator.state.dtype)))
         self.model._initial_epoch = self.completed_epochs  # read by fit after on_train_begin, as BackupAndRestore does
 
+    @property
+    def epoch_seconds(self) -> list:
+        """Seconds of each completed epoch (its training and its dev evaluation), kept across resumes; None for an
+        epoch checkpointed before epochs were timed."""
+        seconds = list(self.state.get("epoch_seconds") or [])
+        return (seconds + [None] * self.completed_epochs)[:self.completed_epochs]
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch_start = time.monotonic()
+
     def on_epoch_end(self, epoch, logs=None):
         logs = logs if logs is not None else {}
         report = self.evaluate()
+        seconds = None if self._epoch_start is None else round(time.monotonic() - self._epoch_start, 1)
         for key in self.figures:
             logs[f"val_{key}"] = report[key]
         entry = {"epoch": epoch + 1, "loss": float(logs.get("loss", float("nan")))}
@@ -112,6 +125,7 @@ class DevEvaluationCallback(keras.callbacks.Callback):
             self.state["wait"] += 1
             if self.state["wait"] >= self.patience:
                 self.model.stop_training = True
+        self.state["epoch_seconds"] = (list(self.state.get("epoch_seconds") or []) + [None] * epoch)[:epoch] + [seconds]
         self.state["epoch"] = epoch + 1
         if self.state_dir is None:  # a tuning trial: the best weights stay in memory, nothing is checkpointed
             if improved:

@@ -153,7 +153,8 @@ def train(
         dict with `dev` and `test` figures (ranking: `map`, `mrr`, `p@1`, `num_questions`, `num_skipped`;
         classification: `accuracy`, `macro_f1`, `per_class`, `num_pairs`), `summary` (one printable line per
         split), `task`, `loss_mode`, `best_epoch`, `epochs_run`, `wall_time_s`, `train_pairs_per_s`,
-        `run_dir`, `embeddings` coverage and `provenance` (`keras_match.provenance`: the command, code version,
+        `epoch_seconds` (each epoch's training and dev evaluation, kept across resumes: None for an epoch of a
+        checkpoint older than the timing), `run_dir`, `embeddings` coverage and `provenance` (`keras_match.provenance`: the command, code version,
         package versions, machine, start / end time, seed, settings, data files and vectors with their sha256);
         the same is written to `RUN_DIR/metrics.json`.
 
@@ -248,6 +249,7 @@ def train(
             "best_epoch": dev.state["best_epoch"],
             "epochs_run": epochs_run,
             "history": dev.state["history"],
+            "epoch_seconds": dev.epoch_seconds,
             "embeddings": coverage,
             "counts": {k: s.counts() for k, s in dataset.splits.items()},
             "summary": {},

@@ -99,7 +99,9 @@ def test_interrupted_run_resumes_from_its_last_epoch(data_dir, tmp_path, monkeyp
         patch.setattr(keras.callbacks.TensorBoard, "on_epoch_end", crash_after_first_epoch)
         assert cli.main(_train_args(data_dir, run_dir, "--epochs", "3", "--set", "patience=5")) == 130
     assert epochs_seen == [0]
-    assert json.loads((run_dir / "checkpoints" / callbacks.STATE_FILE).read_text())["epoch"] == 1
+    state = json.loads((run_dir / "checkpoints" / callbacks.STATE_FILE).read_text())
+    assert state["epoch"] == 1
+    assert len(state["epoch_seconds"]) == 1 and state["epoch_seconds"][0] > 0
     assert not (run_dir / "metrics.json").exists()
 
     # Resuming with other settings is refused rather than mixing two runs.
@@ -109,6 +111,9 @@ def test_interrupted_run_resumes_from_its_last_epoch(data_dir, tmp_path, monkeyp
     assert epochs_seen == [0, 1, 2]
     report = json.loads((run_dir / "metrics.json").read_text())
     assert [h["epoch"] for h in report["history"]] == [1, 2, 3]
+    # every epoch's time, the first one's from before the interruption
+    assert report["epoch_seconds"][0] == state["epoch_seconds"][0]
+    assert len(report["epoch_seconds"]) == 3 and all(seconds > 0 for seconds in report["epoch_seconds"])
 
 
 def test_lr_decay_multiplies_the_learning_rate_every_epoch_and_a_resumed_run_continues_it(data_dir, tmp_path,
