@@ -259,6 +259,45 @@ def iwan_trecqa():
     return _ranking_rows_with_paper("iwan_trecqa")
 
 
+def carnn_dialog_task6():
+    """The CARNN dialog entries on dialog bAbI task 6 (the CARNN paper's Table 1, column Babi), each beside its
+    entry's `reported` test per-response accuracy, and CARNN voting (benchmarks/dialog_vote.py, `voting/s*.json`)
+    beside the paper's voting figure."""
+    from summarize import cell
+
+    from keras_match import provenance
+
+    lines = ["| model | row | seeds | dev per-response | test per-response | test per-dialog | paper, test "
+             "per-response | epochs | wall s |", "|---|---|---|---|---|---|---|---|---|"]
+    voting_paper = None
+    for (name, label), group in _groups(_files("carnn_dialog_task6/*-s*.json")).items():
+        result, runs = group["result"], group["runs"]
+        reported = result.get("reported") or {}
+        voting_paper = voting_paper or reported.get("voting_per_response_accuracy")
+        paper = f"{reported['per_response_accuracy']:.3f}" if reported.get("per_response_accuracy") else "–"
+        lines.append(f"| `{name}` | {label} | {_seeds(runs)} | {_mean(runs, 'dev', 'per_response_accuracy')} | "
+                     f"{_mean(runs, 'test', 'per_response_accuracy')} | {_mean(runs, 'test', 'per_dialog_accuracy')} "
+                     f"| {paper} | {cell([r['epochs_run'] for r in runs], 1)} | {_wall(runs)} |")
+    votes = []
+    for path in sorted(RESULTS.glob("carnn_dialog_task6/voting/s*.json")):
+        vote = json.loads(path.read_text(encoding="utf-8"))
+        try:
+            provenance.check(vote, path)
+        except ValueError as error:
+            raise TableError(str(error)) from None
+        votes.append(vote)
+    if votes:
+        def figure(split, key):
+            return cell([v["splits"][split]["voting"][key] for v in votes if split in v["splits"]], 3)
+
+        members = " + ".join(f"`{m['entry']}`" for m in votes[0]["members"])
+        paper = f"{voting_paper:.3f}" if voting_paper else "–"
+        lines.append(f"| CARNN voting | {members} | {', '.join(str(v['seed']) for v in votes)} | "
+                     f"{figure('dev', 'per_response_accuracy')} | {figure('test', 'per_response_accuracy')} | "
+                     f"{figure('test', 'per_dialog_accuracy')} | {paper} | – | – |")
+    return "\n".join(lines)
+
+
 def coupled_lstm_ranking():
     """Coupled-LSTMs ranking TrecQA clean (TRAIN) and WikiQA answers (the paper's ranking set is not available)."""
     return _plan_table("coupled_lstm_ranking", [("dev", ["map"]), ("test", ["map", "mrr", "p@1"])], RANKING)
@@ -324,6 +363,7 @@ TABLES = {
     "coupled-lstm-sick": coupled_lstm_sick,
     "coupled-lstm-ranking": coupled_lstm_ranking,
     "iwan-trecqa": iwan_trecqa,
+    "carnn-dialog-task6": carnn_dialog_task6,
     "shipped-presets": shipped_presets,
 }
 """Every generated table: name -> a function returning its markdown (raises TableError)."""
