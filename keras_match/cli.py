@@ -390,11 +390,17 @@ def _cmd_zoo(args):
             print("no trained presets are shipped yet; write your own: keras-match preset RUN --to DIR",
                   file=sys.stderr)
         return 0
-    from keras_match import zoo
+    from keras_match import presets, zoo
 
+    weights = {}
+    for shipped in presets.trained():
+        entry, dataset = shipped.split("/", 1)
+        weights.setdefault(entry, []).append(dataset)
+    # entry, family, its shipped trained weights (load(entry, weights=DATASET)) or "-", description
     for name in zoo.names():
         preset = zoo.describe(name)
-        print(f"{name}\t{preset['family']}\t{preset['description']}")
+        trained = ",".join(weights.get(name, [])) or "-"
+        print(f"{name}\t{preset['family']}\t{trained}\t{preset['description']}")
 
 
 _PRESET_HELP = ("a trained preset instead of a run folder: a shipped one's name ENTRY/DATASET (keras-match zoo "
@@ -558,7 +564,8 @@ def build_parser():
                                                     "$KERAS_MATCH_DATA, then the user cache)")
     p.set_defaults(func=_cmd_preset)
 
-    p = sub.add_parser("zoo", help="list the zoo entries")
+    p = sub.add_parser("zoo", help="list the zoo entries: name, family, the datasets of its shipped trained weights "
+                                   "('-': none) and description, tab-separated")
     p.add_argument("--trained", action="store_true",
                    help="list the trained presets shipped in the package (entry/dataset) instead")
     p.set_defaults(func=_cmd_zoo)

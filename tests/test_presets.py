@@ -322,6 +322,10 @@ def test_presets_are_found_by_name_path_and_zoo_load(preset, trained_run, tmp_pa
     assert presets.trained() == zoo.trained() == ["mcan_fm/trecqa-clean"]
     assert cli.main(["zoo", "--trained"]) == 0
     assert capsys.readouterr().out == "mcan_fm/trecqa-clean\n"
+    assert cli.main(["zoo"]) == 0  # the zoo table names each entry's shipped weights
+    listed = {line.split("\t")[0]: line.split("\t") for line in capsys.readouterr().out.splitlines()}
+    assert listed["mcan_fm"][2] == "trecqa-clean" and listed["mcan_sm"][2] == "-"
+    assert set(listed) == set(zoo.names()) and all(len(columns) == 4 for columns in listed.values())
     with pytest.raises(FileNotFoundError, match="has no trained preset 'wikiqa'.*shipped: trecqa-clean"):
         zoo.load("mcan_fm", weights="wikiqa")
     loaded = zoo.load("mcan_fm", weights="trecqa-clean")
