@@ -197,11 +197,13 @@ def build_archive(run: Run, chunk_size=CHUNK_SIZE):
     id_names, text_names = list(id_specs), list(preprocessor.TEXT_INPUTS)
     width = model.outputs[0].shape[-1]
 
+    forward = _serving_forward(run)
+
     # One tf.function for the model, called by every endpoint: the model is traced once, not once per endpoint.
     @tf.function(input_signature=list(id_specs.values()), autograph=False)
     def run_model(*ids):
         with tf.control_dependencies(_same_batch(ids, id_names, "rows")):
-            return tf.cast(model(dict(zip(id_names, ids)), training=False), tf.float32)
+            return tf.cast(forward(dict(zip(id_names, ids))), tf.float32)
 
     def serve_ids(*ids):
         return task.serving_outputs(head, run_model(*ids), numeric_only=True)
@@ -259,18 +261,32 @@ def build_archive(run: Run, chunk_size=CHUNK_SIZE):
     return archive
 
 
-def _candidate_scorer(run: Run):
-    """The run's model scoring candidates given at call time (its family's `score_candidates`,
-    `keras_match.zoo.Family`), or None: no such family, or a model outside the zoo."""
+def _family(run: Run):
+    """The run's zoo family (`keras_match.zoo.Family`), or None for a model outside the zoo."""
     from keras_match import zoo
 
     name = run.config.get("family")
     family = zoo.families().get(name) if name else None
     if family is None and run.config.get("zoo") in zoo.names():
         family = zoo.family_of(run.config["zoo"])
+    return family
+
+
+def _candidate_scorer(run: Run):
+    """The run's model scoring candidates given at call time (its family's `score_candidates`), or None: no such
+    family, or a model outside the zoo."""
+    family = _family(run)
     if family is None or family.score_candidates is None:
         return None
     return family.score_candidates(run.model)
+
+
+def _serving_forward(run: Run):
+    """What the export serves for the run's model: its family's `serving_forward`, else the model itself."""
+    family = _family(run)
+    if family is None or family.serving_forward is None:
+        return lambda inputs: run.model(inputs, training=False)
+    return family.serving_forward(run.model)
 
 
 def signature_table(run: Run) -> dict:

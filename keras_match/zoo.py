@@ -95,6 +95,9 @@ class Family:
             for a family whose models select among a fixed candidate set kept in the model, the same model
             scoring candidates given at call time (`candidate_ids` int32 `[C, length]`, shared by the batch). The
             export then adds the task's signature that takes candidate texts (`respond` of response selection).
+        serving_forward: optional `serving_forward(model) -> fn(inputs) -> outputs`, equal to `model(inputs,
+            training=False)` with the weights as they are when it is called: what the export serves instead of
+            the model (e.g. with work that depends only on the weights done once).
         presets: optional `{entry: preset dict}` held in memory (a family defined outside the package, a test's);
             default: the JSON files of `zoo/<name>/`.
     """
@@ -106,6 +109,7 @@ class Family:
     search_space: typing.Any = None
     explain: typing.Callable | None = None
     score_candidates: typing.Callable | None = None
+    serving_forward: typing.Callable | None = None
     presets: dict | None = None
 
     def builder(self, name):

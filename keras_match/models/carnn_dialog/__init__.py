@@ -8,6 +8,7 @@
   (`keras_match.layers.CARNN`, n / i / s) over the history with the last user utterance as context, eq. 8 and a
   softmax over the candidates (eq. 9-10);
 - `score_candidates`: the same model choosing among candidates given at call time (the export's `respond`);
+- `serving_forward`: the model as exported, its fixed candidate set encoded once;
 - `vote`: the paper's "CARNN voting", a majority vote of finished runs.
 
 Its models read `keras_match.preprocessors.DialogPreprocessor` (`"dialog"`). Zoo entries `carnn_dialog_n`,
@@ -18,6 +19,7 @@ Its models read `keras_match.preprocessors.DialogPreprocessor` (`"dialog"`). Zoo
 from keras_match import zoo
 from keras_match.models.carnn_dialog.builder import build_carnn_dialog
 from keras_match.models.carnn_dialog.builder import score_candidates
+from keras_match.models.carnn_dialog.builder import serving_forward
 from keras_match.models.carnn_dialog.layers import EMPTY_HISTORY
 from keras_match.models.carnn_dialog.layers import CandidateIds
 from keras_match.models.carnn_dialog.layers import CandidateScorer
@@ -26,7 +28,7 @@ from keras_match.models.carnn_dialog.vote import vote
 from keras_match.settings import POSITIVE_INT
 from keras_match.settings import Rule
 
-__all__ = ["build_carnn_dialog", "score_candidates", "HistoryAttention", "CandidateScorer", "CandidateIds", "vote", "FAMILY"]
+__all__ = ["build_carnn_dialog", "score_candidates", "serving_forward", "HistoryAttention", "CandidateScorer", "CandidateIds", "vote", "FAMILY"]
 
 
 def _one_of(choices):
@@ -38,6 +40,7 @@ FAMILY = zoo.register(zoo.Family(
     builders={"carnn_dialog": build_carnn_dialog},
     preprocessor="dialog",
     score_candidates=score_candidates,
+    serving_forward=serving_forward,
     rules={
         "units": POSITIVE_INT,
         "variant": _one_of(("n", "i", "s")),

@@ -134,6 +134,26 @@ def build_carnn_dialog(
     return model
 
 
+def _scoring_parts(model, who):
+    """The layers eq. 9-10 use and the history summary `h_his` (eq. 8) as a model of the inputs."""
+    try:
+        embedding = model.get_layer("word_embedding")
+        encoder = model.get_layer("candidate_encoder")
+        scorer = model.get_layer("candidate_scores")
+    except ValueError as error:
+        raise ValueError(f"{who} takes a CARNN dialog model (build_carnn_dialog): {error}") from None
+    summary = keras.Model(model.inputs, scorer.input[0], name=f"{model.name}_summary")
+
+    def encode(candidate_ids):  # eq. 9, J the unpadded length
+        return encoder(embedding(candidate_ids), mask=keras.ops.not_equal(candidate_ids, 0))
+
+    def probabilities(inputs, vectors):  # eq. 10, in float32 as the model's output layer
+        logits = scorer([summary(inputs, training=False), vectors])
+        return keras.ops.softmax(keras.ops.cast(logits, "float32"), axis=-1)
+
+    return encode, probabilities
+
+
 def score_candidates(model):
     """The CARNN dialog model scoring candidate responses given at call time (eq. 9-10 over any candidate set).
 
@@ -155,17 +175,40 @@ def score_candidates(model):
     Raises:
         ValueError: the model lacks one of those layers (another family's model).
     """
-    try:
-        embedding = model.get_layer("word_embedding")
-        encoder = model.get_layer("candidate_encoder")
-        scorer = model.get_layer("candidate_scores")
-    except ValueError as error:
-        raise ValueError(f"score_candidates takes a CARNN dialog model (build_carnn_dialog): {error}") from None
-    summary = keras.Model(model.inputs, scorer.input[0], name=f"{model.name}_summary")
+    encode, probabilities = _scoring_parts(model, "score_candidates")
 
     def score(inputs, candidate_ids):
-        vectors = encoder(embedding(candidate_ids), mask=keras.ops.not_equal(candidate_ids, 0))  # eq. 9, J unpadded
-        logits = scorer([summary(inputs, training=False), vectors])
-        return keras.ops.softmax(keras.ops.cast(logits, "float32"), axis=-1)  # eq. 10, in float32 as the model
+        return probabilities(inputs, encode(candidate_ids))
 
     return score
+
+
+def serving_forward(model):
+    """The CARNN dialog model as an export serves it: its output, with the fixed candidate set encoded once.
+
+    The model encodes its whole candidate set (eq. 9, `[C, units]`) at every call although it depends only on the
+    weights; served with frozen weights, it is computed here once and the export holds it as a constant, so a
+    turn costs the history's encoding and one `[units] x [units, C]` product (tf2onnx folds the same constant
+    when it converts the model).
+
+    Args:
+        model: a model of `build_carnn_dialog` with its trained weights (later changes to the weights are not
+            seen by the returned function).
+
+    Returns:
+        `fn(inputs) -> float32 [batch, C]`, equal to `model(inputs, training=False)`.
+
+    Raises:
+        ValueError: the model lacks one of the layers of `score_candidates`, or its `candidate_ids`.
+    """
+    encode, probabilities = _scoring_parts(model, "serving_forward")
+    try:
+        ids = model.get_layer("candidate_ids").ids
+    except ValueError as error:
+        raise ValueError(f"serving_forward takes a CARNN dialog model (build_carnn_dialog): {error}") from None
+    vectors = keras.ops.convert_to_numpy(encode(keras.ops.convert_to_tensor(ids)))
+
+    def forward(inputs):
+        return probabilities(inputs, vectors)
+
+    return forward

@@ -119,3 +119,27 @@ def test_the_zoo_entries():
         zoo.resolve("carnn_dialog_i", max_turns=0)
     model = zoo.load("carnn_dialog_s", units=8, vocab_size=50, num_classes=9)
     assert model.output.shape == (None, 9)
+
+
+@pytest.mark.parametrize("variant", ["n", "s"])
+def test_the_serving_forward_equals_the_model_and_encodes_the_candidates_once(variant, monkeypatch):
+    from keras_match.models.carnn_dialog import serving_forward
+
+    model = build_carnn_dialog(VOCAB, candidate_ids(), units=UNITS, variant=variant, num_classes=5, projection=True)
+    rng = np.random.default_rng(1)
+    for weight in model.trainable_weights:  # spread the scores
+        weight.assign(rng.normal(0, 0.5, size=tuple(weight.shape)).astype("float32"))
+    forward = serving_forward(model)
+    calls = []
+    encoder = model.get_layer("candidate_encoder")
+    original = type(encoder).call
+    monkeypatch.setattr(type(encoder), "call", lambda self, *a, **k: calls.append(self.name) or original(self, *a, **k))
+    for seed in range(2):
+        served = np.asarray(forward(batch(seed)))
+        np.testing.assert_allclose(served, np.asarray(model(batch(seed), training=False)), atol=1e-6, rtol=0)
+    assert "candidate_encoder" in calls  # the model encodes its candidates at every call ...
+    calls.clear()
+    forward(batch(0))
+    assert "candidate_encoder" not in calls and calls  # ... the serving forward never (the turns, still)
+    with pytest.raises(ValueError, match="serving_forward takes a CARNN dialog model"):
+        serving_forward(keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)]))
