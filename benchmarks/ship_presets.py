@@ -111,9 +111,9 @@ def shipped_folders(into: pathlib.Path) -> list[pathlib.Path]:
 
 def summary(figures: dict) -> str:
     from keras_match import presets
+    from keras_match.metrics import figure_name
 
-    figure_keys = [key for key in presets.FIGURES if key in figures]
-    return ", ".join(f"{key.upper() if key != 'p@1' else 'P@1'} {figures[key]:.4f}" for key in figure_keys)
+    return ", ".join(f"{figure_name(key)} {figures[key]:.4f}" for key in presets.FIGURES if key in figures)
 
 
 def portable(command: str) -> str:

@@ -67,18 +67,28 @@ def _groups(paths):
     return groups
 
 
-def _bm25(split, dataset):
-    """BM25's figures on a dataset's split, from `bm25/<split>.json` (benchmarks/transfer.py without runs)."""
+def _read_json(path):
+    """A benchmark script's JSON file (not reproduce.py's), its provenance checked (`keras_match.provenance`)."""
     from keras_match import provenance
 
-    path = _files(f"bm25/{split}.json")[0]
     try:
-        result = json.loads(path.read_text())
-        provenance.require(result, path)
-        return result["bm25"][dataset]
-    except SystemExit as error:
+        result = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise TableError(f"{path}: {error}") from None
+    try:
+        provenance.check(result, path)
+    except ValueError as error:
         raise TableError(str(error)) from None
-    except (OSError, ValueError, KeyError) as error:
+    return result
+
+
+def _bm25(split, dataset):
+    """BM25's figures on a dataset's split, from `bm25/<split>.json` (benchmarks/transfer.py without runs)."""
+    path = _files(f"bm25/{split}.json")[0]
+    result = _read_json(path)
+    try:
+        return result["bm25"][dataset]
+    except (KeyError, TypeError) as error:
         raise TableError(f"{path}: no BM25 figures of {dataset} ({error})") from None
 
 
@@ -265,8 +275,6 @@ def carnn_dialog_task6():
     beside the paper's voting figure."""
     from summarize import cell
 
-    from keras_match import provenance
-
     lines = ["| model | row | seeds | dev per-response | test per-response | test per-dialog | paper, test "
              "per-response | epochs | wall s |", "|---|---|---|---|---|---|---|---|---|"]
     voting_paper = None
@@ -278,14 +286,7 @@ def carnn_dialog_task6():
         lines.append(f"| `{name}` | {label} | {_seeds(runs)} | {_mean(runs, 'dev', 'per_response_accuracy')} | "
                      f"{_mean(runs, 'test', 'per_response_accuracy')} | {_mean(runs, 'test', 'per_dialog_accuracy')} "
                      f"| {paper} | {cell([r['epochs_run'] for r in runs], 1)} | {_wall(runs)} |")
-    votes = []
-    for path in sorted(RESULTS.glob("carnn_dialog_task6/voting/s*.json")):
-        vote = json.loads(path.read_text(encoding="utf-8"))
-        try:
-            provenance.check(vote, path)
-        except ValueError as error:
-            raise TableError(str(error)) from None
-        votes.append(vote)
+    votes = [_read_json(path) for path in sorted(RESULTS.glob("carnn_dialog_task6/voting/s*.json"))]
     if votes:
         def figure(split, key):
             return cell([v["splits"][split]["voting"][key] for v in votes if split in v["splits"]], 3)

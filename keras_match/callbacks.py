@@ -125,7 +125,7 @@ class DevEvaluationCallback(keras.callbacks.Callback):
             self.state["wait"] += 1
             if self.state["wait"] >= self.patience:
                 self.model.stop_training = True
-        self.state["epoch_seconds"] = (list(self.state.get("epoch_seconds") or []) + [None] * epoch)[:epoch] + [seconds]
+        self.state["epoch_seconds"] = self.epoch_seconds[:epoch] + [seconds]  # the checkpoint's epochs, then this one
         self.state["epoch"] = epoch + 1
         if self.state_dir is None:  # a tuning trial: the best weights stay in memory, nothing is checkpointed
             if improved:

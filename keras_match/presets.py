@@ -287,6 +287,8 @@ FIGURES = ("map", "mrr", "p@1", "accuracy", "macro_f1", "per_response_accuracy",
 
 def _float16_text(metadata) -> str:
     """The model card's paragraph on float16 weights: what they give against the run's float32 figures."""
+    from keras_match.metrics import figure_name
+
     weights = metadata["weights"]
     text = ("The weights are stored in float16 (half the size of float32); loading casts them back to the model's "
             "float32. The figures above are the run's, with its float32 weights. ")
@@ -297,7 +299,7 @@ def _float16_text(metadata) -> str:
     for split, values in measured.items():
         run = (metadata.get("figures") or {}).get(split) or {}
         keys = [key for key in FIGURES if key in values and key in run]
-        parts.append(f"{split} " + ", ".join(f"{key.upper() if key != 'p@1' else 'P@1'} {values[key]:.4f} "
+        parts.append(f"{split} " + ", ".join(f"{figure_name(key)} {values[key]:.4f} "
                                              f"(float32 {run[key]:.4f}, {values[key] - run[key]:+.4f})"
                                              for key in keys))
     return (text + f"With the float16 weights, on {weights.get('benchmark') or metadata.get('dataset')}: "
