@@ -7,9 +7,10 @@ The rows come from a JSON file (`benchmarks/ablations/*.json`):
 
 A plan-level `set` holds the settings every row shares (a row's own `set` overrides them key by key).
 
-A row may name its own `model`, `dataset`, `train_split`, `holdout_dev` or `embeddings` (a comparison of zoo
-entries: one row per entry; a benchmark without a test split, as `reproduce.py --holdout-dev`; other pretrained
-vectors, as `keras-match train --embeddings`).
+A row may name its own `model`, `dataset`, `train_split`, `holdout_dev`, `embeddings` or `init_preset` (a
+comparison of zoo entries: one row per entry; a benchmark without a test split, as `reproduce.py --holdout-dev`;
+other pretrained vectors, as `keras-match train --embeddings`; fine-tuning a trained preset, as `keras-match train
+--init-preset`).
 A `transfer` list of datasets (the plan's or a row's) also scores every run on their test splits, with BM25
 beside it (reproduce.py --transfer).
 Each (row, seed) trains once with `reproduce.py --set KEY=VALUE ... --label LABEL` and writes
@@ -72,8 +73,8 @@ def load_plan(path):
 
 
 def row_setting(plan, row, key):
-    """The row's own `model` / `dataset` / `train_split` / `holdout_dev` / `embeddings` / `transfer`, else the
-    plan's."""
+    """The row's own `model` / `dataset` / `train_split` / `holdout_dev` / `embeddings` / `transfer` /
+    `init_preset`, else the plan's."""
     return row.get(key, plan.get(key))
 
 
@@ -94,6 +95,8 @@ def command(plan, row, seed, out):
         args += ["--embeddings", row_setting(plan, row, "embeddings")]
     if row_setting(plan, row, "transfer"):
         args += ["--transfer", *row_setting(plan, row, "transfer")]
+    if row_setting(plan, row, "init_preset"):
+        args += ["--init-preset", row_setting(plan, row, "init_preset")]
     settings = row_settings(plan, row)
     epochs = settings.pop("epochs", plan.get("epochs"))
     if epochs is not None:

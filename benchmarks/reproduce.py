@@ -67,6 +67,9 @@ def main(argv=None):
     parser.add_argument("--transfer", nargs="+", default=[], metavar="DATASET",
                         help="also score each run on these datasets' test splits (transfer, no training there); "
                         "DATASET:SPLIT scores another split, e.g. snli:dev")
+    parser.add_argument("--init-preset", default=None, metavar="PRESET",
+                        help="fine-tune this trained preset (as `keras-match train --init-preset`) instead of "
+                        "training from random weights")
     parser.add_argument("--label", default=None,
                         help="a name for these settings in the results table (benchmarks/summarize.py)")
     args = parser.parse_args(argv)
@@ -89,6 +92,8 @@ def main(argv=None):
     transfer_sets = transfer_splits(args.transfer)
     # other vectors give another run folder (and another row in the table)
     tagged = overrides if args.embeddings == "default" else dict(overrides, embeddings=args.embeddings)
+    if args.init_preset:  # so does a preset to start from
+        tagged = dict(tagged, init=args.init_preset)
     results = {}
     for name in args.names:
         runs = []
@@ -102,7 +107,7 @@ def main(argv=None):
                 with contextlib.redirect_stdout(sys.stderr):  # stdout carries only the JSON
                     report = train(name, dataset, run_dir=run_dir, epochs=epochs, seed=seed, verbose=2,
                                    embeddings_path=None if args.embeddings == "none" else args.embeddings,
-                                   **overrides)
+                                   init_preset=args.init_preset, **overrides)
             runs.append(
                 {
                     "seed": seed,
@@ -138,6 +143,7 @@ def main(argv=None):
             "counts": {k: v.counts() for k, v in dataset.splits.items()},
             "overrides": overrides,
             "embeddings": args.embeddings,
+            "init_preset": args.init_preset,
             "label": args.label,
             "runs": runs,
             "summary": summary,

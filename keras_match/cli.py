@@ -114,6 +114,7 @@ def _cmd_train(args):
         run_dir=args.run_dir,
         max_train_questions=args.max_train_questions,
         seed=args.seed,
+        init_preset=args.init_preset,
         **overrides,
     )
     speed = report["train_pairs_per_s"]
@@ -467,6 +468,10 @@ def build_parser():
                    "(pointwise, pairwise_hinge, listwise_softmax), --set head=score (repeatable)")
     p.add_argument("--config", default=None, metavar="FILE",
                    help="the settings of a best.json written by `keras-match tune` (--set overrides them)")
+    p.add_argument("--init-preset", default=None, metavar="PRESET",
+                   help="fine-tune a trained preset of NAME (ENTRY/DATASET of `keras-match zoo --trained`, or a "
+                   "preset folder): its settings and weights, its vocabulary extended by the new words (with their "
+                   "pretrained vectors); training settings (--epochs, --set learning_rate=...) may change")
     p.set_defaults(func=_cmd_train)
 
     p = sub.add_parser("tune", help="search a zoo model's hyperparameter grid (tuning/) with Keras Tuner on dev; "

@@ -154,7 +154,7 @@ def check_digests(root) -> None:
 
 
 RESUME_KEYS = ("zoo", "settings", "dataset", "task", "train_split", "seed", "max_train_questions", "embeddings",
-               "embeddings_sha256", "data_files")
+               "embeddings_sha256", "data_files", "init_preset")
 """The settings a resumed run must share with the interrupted one."""
 
 

@@ -23,6 +23,7 @@ input pipeline continues its epoch sequence, so the resumed run ends as the unin
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import pathlib
 import shutil
@@ -31,7 +32,7 @@ import time
 
 import keras
 
-from keras_match import distribution, preprocessors, provenance, runs
+from keras_match import distribution, finetune, preprocessors, provenance, runs
 from keras_match.callbacks import DevEvaluationCallback
 from keras_match.datasets.download import sha256_of
 from keras_match.recipe import Recipe
@@ -64,15 +65,22 @@ def data_files(dataset):
     return files
 
 
-def _make_preprocessor(files, resuming, recipe):
+def _make_preprocessor(files, resuming, recipe, init=None):
+    """The run's preprocessor: the interrupted run's when resuming, else made from the training texts (with
+    `init`, a `keras_match.finetune.InitPreset`: the preset's, its vocabulary extended by those texts' words)."""
     if resuming and files.preprocessor.exists():
         runs.check_digests(files.root)  # the files the interrupted run wrote, as it wrote them
         return preprocessors.Preprocessor.load(files.root)
     preprocessor = recipe.preprocessor()
+    training_words = preprocessor.encoder.num_training_words
+    if init is not None:
+        fresh, preprocessor = preprocessor, init.run.preprocessor
+        finetune.extend_vocabulary(preprocessor, fresh)
+        preprocessor.encoder.token_counts, training_words = fresh.encoder.token_counts, None
     preprocessor.save(files.root)
     saved = preprocessors.Preprocessor.load(files.root)  # the run uses what it wrote; the counts are for the report
     saved.encoder.token_counts = preprocessor.encoder.token_counts
-    saved.encoder.num_training_words = preprocessor.encoder.num_training_words
+    saved.encoder.num_training_words = training_words
     return saved
 
 
@@ -125,6 +133,7 @@ def train(
     max_train_questions=None,
     seed=1234,
     verbose="auto",
+    init_preset=None,
     **overrides,
 ):
     """Train zoo entry `name` on a dataset and report its test figures.
@@ -146,6 +155,10 @@ def train(
         max_train_questions: train on the first N training questions (pairs, for classification) only.
         seed: random seed for weights, dropout and batches.
         verbose: Keras `fit` verbosity (`"auto"`: a progress bar on a terminal, a line per epoch otherwise).
+        init_preset: fine-tune a trained preset (`"mcan_fm/trecqa-clean"` or a preset folder) of entry `name`
+            instead of starting from random weights (`keras_match.finetune`): its model and preprocessing
+            settings, its vocabulary extended by the training split's words, its weights; its vectors (found by
+            their sha256 when `embeddings_path` is `"default"`). Training settings default to the preset's.
         **overrides: model or training settings of the preset by name (`lstm_units=100`,
             `loss="listwise_softmax"`, `list_size=16`, `head="score"`, `overlap_features=True`, ...).
 
@@ -161,7 +174,9 @@ def train(
     Raises:
         FileExistsError: `run_dir` holds a finished run.
         ValueError: unknown entry, setting or dataset; a dataset without train or dev; `run_dir` holds an
-            unfinished run with other settings.
+            unfinished run with other settings; with `init_preset`: another entry than the preset's, a model or
+            preprocessing setting that differs from the preset's, a dataset of another task or labels.
+        keras_match.presets.PresetError: `init_preset` is damaged, or its vectors are not found.
         KeyboardInterrupt: re-raised after saying how to resume.
     """
     start = time.time()
@@ -172,16 +187,25 @@ def train(
         if value is not None:
             overrides[key] = value
     # 1. the settings (checked before anything is read), the data and its task, the vectors
-    if embeddings_path == "default":
+    init = None
+    if init_preset is not None:
+        init = finetune.load_init_preset(init_preset)
+        overrides = finetune.merged_overrides(init, name, overrides)
+        embeddings_path = finetune.vectors_source(init, embeddings_path)
+    elif embeddings_path == "default":
         from keras_match.recipe import default_vectors_path
 
         embeddings_path = default_vectors_path(data_dir)
     recipe = Recipe.prepare(name, data, data_dir=data_dir, train_split=train_split, embeddings=embeddings_path,
                             seed=seed, max_train_questions=max_train_questions, **overrides)
     settings, task, dataset, mode = recipe.settings, recipe.task, recipe.dataset, recipe.mode
+    if init is not None:
+        finetune.check_task(init, task, dataset["train"])
     spec = data if isinstance(data, str) else dataset.name
     files = runs.RunFiles(pathlib.Path(run_dir or f"runs/{name}-{pathlib.Path(str(spec)).name}"))
     config = run_config(recipe, name, spec, train_split, max_train_questions, embeddings_path)
+    if init is not None:
+        config["init_preset"] = init.record()
 
     # 2. the run directory
     files.root.mkdir(parents=True, exist_ok=True)
@@ -190,11 +214,14 @@ def train(
         keras.utils.set_random_seed(seed)
 
         # 3. the preprocessor, the model
-        preprocessor = _make_preprocessor(files, resuming, recipe)
+        preprocessor = _make_preprocessor(files, resuming, recipe, init)
         runs.write_json(files.config, config)
         runs.record_digests(files.root)
         with distribution.scope(strategy):
             model, coverage = recipe.model(preprocessor)
+            if init is not None:  # a resumed run's checkpoint then replaces these weights
+                transferred = finetune.transfer_weights(init.run.model, model)
+                init = dataclasses.replace(init, run=None)  # the preset's model is no longer needed
             fit_model = recipe.compile(model)
 
         # 4. the inputs
@@ -210,6 +237,8 @@ def train(
             f"{', length-bucketed' if settings.training.bucketing else ''}): "
             f"{describe_split('train', recipe.train_split)}, {_describe_vocabulary(preprocessor, coverage)}"
             + (f" (resuming after epoch {dev.completed_epochs})" if resuming else "")
+            + (f"; fine-tuning {config['init_preset']['preset']} ({transferred['new_rows']:,} new embedding "
+               "rows)" if "init_preset" in config else "")
             + (f"; data-parallel, {distribution.cluster_description()}" if strategy is not None else ""),
             flush=True,
         )
@@ -254,6 +283,8 @@ def train(
             "counts": {k: s.counts() for k, s in dataset.splits.items()},
             "summary": {},
         }
+        if "init_preset" in config:
+            report["init_preset"] = config["init_preset"]
         for split_name in ("dev", "test"):
             if split_name in dataset:
                 examples = recipe.dev_examples if split_name == "dev" else task.examples(dataset[split_name])

@@ -50,6 +50,9 @@ def test_commands_carry_the_row_settings_and_its_own_epochs():
     assert "--embeddings" not in own
     vectors = module.command(PLAN, dict(PLAN["rows"][0], embeddings="v25.txt"), 1, pathlib.Path("out"))
     assert vectors[vectors.index("--embeddings") + 1] == "v25.txt"
+    assert "--init-preset" not in vectors
+    tuned = module.command(PLAN, dict(PLAN["rows"][0], init_preset="mcan_fm/trecqa-clean"), 1, pathlib.Path("out"))
+    assert tuned[tuned.index("--init-preset") + 1] == "mcan_fm/trecqa-clean"
 
 
 def test_the_plan_level_set_reaches_every_row_and_a_row_overrides_it():

@@ -135,6 +135,30 @@ class Preprocessor(keras.layers.Layer):
         """
         raise NotImplementedError
 
+    def extend_vocabulary(self, fresh) -> int:
+        """Appends the words of `fresh` (a preprocessor of the same class, made from other training texts) that
+        this vocabulary lacks, in `fresh`'s order; every word already here keeps its id. Truncation lengths and
+        other assets stay this preprocessor's (fine-tuning a preset, `keras_match.finetune`).
+
+        Returns:
+            The number of words appended.
+
+        Raises:
+            TypeError: `fresh` is of another preprocessor class.
+            ValueError: they lower-case texts differently.
+        """
+        if type(fresh) is not type(self):
+            raise TypeError(f"cannot extend a {type(self).__name__} vocabulary from a {type(fresh).__name__}")
+        if fresh.encoder.lowercase != self.encoder.lowercase:
+            raise ValueError(f"the vocabularies lower-case differently ({self.encoder.lowercase} here, "
+                             f"{fresh.encoder.lowercase} in the new one)")
+        words = self.encoder.vocabulary
+        known = set(words)
+        added = [word for word in fresh.encoder.vocabulary if word not in known]
+        if added:
+            self.set_vocabulary(words + added)
+        return len(added)
+
     # ---- the declared schema ----------------------------------------------------------------------------------
 
     def text_input_specs(self) -> dict:

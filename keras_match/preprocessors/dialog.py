@@ -195,6 +195,13 @@ class DialogPreprocessor(Preprocessor):
         self._candidate_ids = None
         self._asset = None
 
+    def extend_vocabulary(self, fresh) -> int:
+        """`Preprocessor.extend_vocabulary`, and the candidate set becomes `fresh`'s (the new task's responses:
+        the model's output columns)."""
+        added = super().extend_vocabulary(fresh)
+        self.set_candidates(fresh.candidates)
+        return added
+
     def _check_ready(self):
         if self.encoder is None:
             raise ValueError("DialogPreprocessor has no vocabulary: pass vocabulary= or call load_assets()")
