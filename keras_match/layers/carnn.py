@@ -428,11 +428,18 @@ class CARNN(keras.layers.Layer):
     def _stepped(self, sequence, context, mask, training):
         """nCARNN (eq. 3) stepped by keras.layers.RNN; the context joins every step's input ([e_m; c], [I])."""
         steps = tf.shape(sequence)[1]
-        tiled = tf.tile(context[:, None, :], tf.stack([1, steps, 1]))
+        if mask is None:
+            mask = tf.ones(tf.shape(sequence)[:2], tf.bool)
+        # keras.layers.RNN cannot run zero steps: a sequence of none gets one masked step, which carries h_0 = 0
+        # (the last state of an empty sequence) and is cut off the outputs
+        extra = tf.cast(tf.equal(steps, 0), tf.int32)
+        sequence = tf.pad(sequence, tf.stack([[0, 0], [0, extra], [0, 0]]))
+        mask = tf.pad(mask, tf.stack([[0, 0], [0, extra]]))
+        tiled = tf.tile(context[:, None, :], tf.stack([1, steps + extra, 1]))
         outputs, last = self.rnn(tf.concat([sequence, tiled], axis=-1), mask=mask, training=training)
         if self.go_backwards:
             outputs = tf.reverse(outputs, [1])  # keras.layers.RNN returns the steps in processing order
-        return outputs, last
+        return outputs[:, :steps], last
 
     def _parallel(self, sequence, context, mask):
         """iCARNN / sCARNN (eq. 5, 6): all gates at once, then h_m = a_m h_{m-1} + b_m (eq. 4, 7), time-major."""
@@ -462,7 +469,9 @@ class CARNN(keras.layers.Layer):
             a = tf.where(real, a, tf.ones_like(a))
             b = tf.where(real, b, tf.zeros_like(b))
         states = gated_linear_recurrence(a, b, time_major=True)  # h_0 = 0 [I]
-        last = states[-1]
+        # the last state; h_0 = 0 for a sequence of no steps (states[-1] alone would fail on a time axis of 0)
+        h_0 = tf.zeros(tf.stack([1, tf.shape(states)[1], units]), states.dtype)
+        last = tf.concat([h_0, states[-1:]], axis=0)[-1]
         if self.go_backwards:
             states = tf.reverse(states, [0])  # back to the input's time order
         return tf.transpose(states, [1, 0, 2]), last

@@ -174,6 +174,23 @@ def test_extra_padding_changes_nothing(variant):
         assert not out[3].any()  # an example without a real token gives zeros
 
 
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("shape", [(2, 0), (0, 3), (0, 0)], ids=["no steps", "no examples", "neither"])
+def test_a_batch_without_steps_or_examples_gives_zeros_of_its_shape(variant, shape):
+    # h_0 = 0 is the last state of a sequence of no steps (eq. 3, 4, 7 start from it)
+    rng = np.random.default_rng(14)
+    x = rng.normal(size=(*shape, DIM)).astype("float32")
+    context = rng.normal(size=(shape[0], CONTEXT_DIM)).astype("float32")
+    for go_backwards in (False, True):
+        for return_sequences in (True, False):
+            layer = randomized(CARNN(units_of(variant), variant, go_backwards=go_backwards,
+                                     return_sequences=return_sequences), rng)
+            for mask in (None, np.ones(shape, bool)):
+                out = call_layer(layer, [x, context], mask)
+                expected = (*shape, units_of(variant)) if return_sequences else (shape[0], units_of(variant))
+                assert out.shape == expected and not out.any(), (go_backwards, return_sequences, mask is None)
+
+
 def test_directions():
     """Forward: position m depends on e_1 .. e_m; backward: on e_m .. e_M (within the true length)."""
     rng, x, mask, context = make_batch(7, lengths=[5], time=7)
