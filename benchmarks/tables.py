@@ -183,6 +183,12 @@ def mcan_main_job():
     return _plan_table("mcan_fm_main_job", [("dev", ["map"]), ("test", ["map", "mrr", "p@1"])], RANKING)
 
 
+def mcan_finetune_wikiqa():
+    """Issue 35's fine-tuning check: mcan_fm on WikiQA from scratch, and fine-tuned from the shipped
+    mcan_fm/trecqa-clean preset (benchmarks/ablations/mcan_fm_finetune_wikiqa.json)."""
+    return _plan_table("mcan_fm_finetune_wikiqa", [("dev", ["map"]), ("test", ["map", "mrr", "p@1"])], RANKING)
+
+
 def mcan_dimensions():
     """MCAN (FM) on GloVe 6B 50d projected on its first 25 / 35 / all 50 principal axes, beside the plain 50d
     vectors (rows 13, 14, 15 and 3 of benchmarks/ablations/mcan_fm_trecqa.json)."""
@@ -356,6 +362,7 @@ TABLES = {
     "data": data,
     "main-job": main_job,
     "mcan-main-job": mcan_main_job,
+    "mcan-finetune-wikiqa": mcan_finetune_wikiqa,
     "mcan-dimensions": mcan_dimensions,
     "ctrn-trecqa": ctrn_trecqa,
     "semeval2016": semeval2016,
