@@ -11,9 +11,10 @@ steps, each done here:
    fine-tunes on ranking data, a classifier on data with the same label names in the same order); the pretrained
    vectors are the ones the preset was trained with, found by their sha256 as `keras_match.presets.load_preset`
    finds them (others are refused).
-3. **Vocabulary** (`extend_vocabulary`): the preset's vocabulary keeps every word at its id; the words of the new
-   training split (and, with frozen vectors, of the vector file) that it lacks are appended. The truncation
-   lengths and the document frequencies of the pair features stay the preset's (the model was trained on them).
+3. **Vocabulary** (`Preprocessor.extend_vocabulary`): the preset's vocabulary keeps every word at its id; the
+   words of the new training split (and, with frozen vectors, of the vector file) that it lacks are appended. The
+   truncation lengths and the document frequencies of the pair features stay the preset's (the model was trained
+   on them).
 4. **Weights** (`transfer_weights`): every weight of the preset's model is copied into the new model; an
    embedding matrix keeps the preset's rows for the old ids, and the appended words keep the rows the new model
    was built with: their pretrained vectors (or the settings' `missing_vectors` start for words the vectors lack).
@@ -30,7 +31,7 @@ import pathlib
 import numpy as np
 
 __all__ = ["InitPreset", "load_init_preset", "merged_overrides", "check_task", "vectors_source",
-           "extend_vocabulary", "transfer_weights"]
+           "transfer_weights"]
 
 
 @dataclasses.dataclass
@@ -128,12 +129,6 @@ def vectors_source(init: InitPreset, given="default"):
                                   f"{embedding.get('vectors')} ({init.root / presets.METADATA_FILE}); its new words "
                                   "need them: leave --embeddings at its default, or give that file")
     return presets._vectors_for(init.root, embedding, None if given == "default" else given)
-
-
-def extend_vocabulary(preprocessor, fresh) -> int:
-    """Appends to `preprocessor`'s vocabulary the words of `fresh` (the new run's own preprocessor) it lacks, in
-    `fresh`'s order; the ids of its own words do not change. Returns how many words were appended."""
-    return preprocessor.extend_vocabulary(fresh)
 
 
 def _path(weight) -> str:

@@ -75,7 +75,7 @@ def _make_preprocessor(files, resuming, recipe, init=None):
     training_words = preprocessor.encoder.num_training_words
     if init is not None:
         fresh, preprocessor = preprocessor, init.run.preprocessor
-        finetune.extend_vocabulary(preprocessor, fresh)
+        preprocessor.extend_vocabulary(fresh)
         preprocessor.encoder.token_counts, training_words = fresh.encoder.token_counts, None
     preprocessor.save(files.root)
     saved = preprocessors.Preprocessor.load(files.root)  # the run uses what it wrote; the counts are for the report
