@@ -185,8 +185,20 @@ def mcan_main_job():
 
 def mcan_finetune_wikiqa():
     """Issue 35's fine-tuning check: mcan_fm on WikiQA from scratch, and fine-tuned from the shipped
-    mcan_fm/trecqa-clean preset (benchmarks/ablations/mcan_fm_finetune_wikiqa.json)."""
-    return _plan_table("mcan_fm_finetune_wikiqa", [("dev", ["map"]), ("test", ["map", "mrr", "p@1"])], RANKING)
+    mcan_fm/trecqa-clean preset (benchmarks/ablations/mcan_fm_finetune_wikiqa.json), and the preset as shipped,
+    not fine-tuned, scoring WikiQA test (`preset.json`, benchmarks/transfer.py --presets)."""
+    table = _plan_table("mcan_fm_finetune_wikiqa", [("dev", ["map"]), ("test", ["map", "mrr", "p@1"])], RANKING)
+    path = _files("mcan_fm_finetune_wikiqa/preset.json")[0]
+    result = _read_json(path)
+    try:
+        if result["split"] != "test":
+            raise KeyError(f"split {result['split']!r}, not test")
+        (name, entry), = result["runs"].items()
+        cells = [f"`{entry['zoo']}`", f"`{name}` as shipped, not fine-tuned", str(entry["seed"]), "–"]
+        cells += [f"{entry['wikiqa'][figure]:.3f}" for figure in ("map", "mrr", "p@1")] + ["0", "–"]
+    except (KeyError, TypeError, ValueError) as error:
+        raise TableError(f"{path}: not one preset's WikiQA test figures ({error})") from None
+    return table + "\n| " + " | ".join(cells) + " |"
 
 
 def mcan_dimensions():

@@ -14,7 +14,13 @@ is refused.
         --datasets trecqa-clean wikiqa > transfer.json
     python benchmarks/transfer.py --table transfer.json
 
-Without run folders it scores BM25 alone; `--split dev` scores the datasets' dev splits instead of their test
+Shipped presets (or preset folders) score the same way with `--presets NAME ...`, keyed by the preset's name: the
+fine-tuning check's row "the preset, no fine-tuning" (`benchmarks/results/mcan_fm_finetune_wikiqa/preset.json`):
+
+    python benchmarks/transfer.py --presets mcan_fm/trecqa-clean --datasets wikiqa \
+        > benchmarks/results/mcan_fm_finetune_wikiqa/preset.json
+
+Without run folders or presets it scores BM25 alone; `--split dev` scores the datasets' dev splits instead of their test
 splits (README's BM25 rows: `benchmarks/results/bm25/`):
 
     python benchmarks/transfer.py --datasets trecqa-raw semeval2016 --split dev > benchmarks/results/bm25/dev.json
@@ -66,7 +72,8 @@ def bm25_figures(split, no_positive):
 
 def _variant(config):
     features = [name for name in ("overlap_features", "bm25_feature") if config.get(name)]
-    return config.get("zoo", "?"), "+".join(features) or "none"
+    model = config.get("zoo", "?") + (f" (preset {config['preset']})" if config.get("preset") else "")
+    return model, "+".join(features) or "none"
 
 
 def _cell(values):
@@ -103,6 +110,8 @@ def table(result, where="result") -> str:
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("runs", nargs="*", help="finished run folders")
+    parser.add_argument("--presets", nargs="+", default=[], metavar="PRESET",
+                        help="shipped presets (e.g. mcan_fm/trecqa-clean) or preset folders to score as well")
     parser.add_argument("--datasets", nargs="+", default=["trecqa-clean", "wikiqa"])
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--split", default="test", choices=("test", "dev"),
@@ -114,7 +123,7 @@ def main(argv=None):
     if args.table:
         provenance.print_table(args.table, table)  # SystemExit when unreadable or without provenance
         return
-    from keras_match import tasks, training
+    from keras_match import presets, tasks, training
     from keras_match.datasets.catalog import load_by_name
 
     started = time.time()
@@ -126,16 +135,17 @@ def main(argv=None):
         splits[name] = (dataset[args.split], tasks.task_for(dataset).no_positive)
         data_files[name] = training.data_files(dataset)
     result = {"bm25": {name: bm25_figures(split, rule) for name, (split, rule) in splits.items()}, "runs": {}}
-    for run_dir in args.runs:
-        run = training.load_run(run_dir)
+    sources = [(str(run_dir), None) for run_dir in args.runs] + [(name, name) for name in args.presets]
+    for run_dir, preset in sources:
+        run = presets.load_preset(preset) if preset else training.load_run(run_dir)
         preprocessing = run.config.get("settings", {}).get("preprocessing", {})
-        entry = {"zoo": run.config.get("zoo"), "seed": run.config.get("seed"),
+        entry = {"zoo": run.config.get("zoo"), "seed": run.config.get("seed"), "preset": preset,
                  "trained_on": run.config.get("dataset"),
                  "overlap_features": bool(preprocessing.get("overlap_features")),
                  "bm25_feature": bool(preprocessing.get("bm25_feature"))}
         for name, (split, rule) in splits.items():
             entry[name] = run.evaluate(split, task=tasks.RankingTask(rule))
-        result["runs"][str(run_dir)] = entry
+        result["runs"][run_dir] = entry
         print(f"{run_dir}: " + ", ".join(f"{n} MAP {entry[n]['map']:.3f}" for n in splits), file=sys.stderr,
               flush=True)
     result["split"] = args.split

@@ -55,7 +55,7 @@ def test_transfer_without_runs_scores_bm25_on_the_chosen_split(data_dir, capsys)
 
 
 def test_transfer_prints_json_with_provenance_and_its_table_on_request(tmp_path, data_dir, monkeypatch, capsys):
-    from keras_match import training
+    from keras_match import presets, training
 
     module = benchmark_module("transfer")
     figures = TRANSFER["runs"]["runs/ctrn-s1"]["trecqa-clean"]
@@ -68,9 +68,17 @@ def test_transfer_prints_json_with_provenance_and_its_table_on_request(tmp_path,
         def evaluate(self, split, task=None):
             return figures
 
+    loaded_presets = []
+
+    def fake_preset(name):  # a shipped preset is read by presets.load_preset, never as a run folder
+        loaded_presets.append(name)
+        return FakeRun("preset-s7")
+
     monkeypatch.setattr(training, "load_run", FakeRun)
+    monkeypatch.setattr(presets, "load_preset", fake_preset)
     monkeypatch.setattr(module, "bm25_figures", lambda split, rule: TRANSFER["bm25"]["trecqa-clean"])
-    module.main(["runs/ctrn-s1", "runs/ctrn-s2", "--datasets", "trecqa-clean", "--data-dir", str(data_dir)])
+    module.main(["runs/ctrn-s1", "runs/ctrn-s2", "--presets", "ctrn/trecqa-raw", "--datasets", "trecqa-clean",
+                 "--data-dir", str(data_dir)])
     out = capsys.readouterr().out
     result = json.loads(out)  # one JSON object, nothing else on stdout
     found = assert_provenance(result)
@@ -78,6 +86,8 @@ def test_transfer_prints_json_with_provenance_and_its_table_on_request(tmp_path,
     assert {"dev", "test"} <= set(found["data_files"]["trecqa-clean"])
     assert all(len(f["sha256"]) == 64 for f in found["data_files"]["trecqa-clean"].values())
     assert result["runs"]["runs/ctrn-s2"]["seed"] == 2 and result["bm25"] == TRANSFER["bm25"]
+    assert loaded_presets == ["ctrn/trecqa-raw"] and result["runs"]["ctrn/trecqa-raw"]["preset"] == "ctrn/trecqa-raw"
+    assert result["runs"]["ctrn/trecqa-raw"]["seed"] == 7 and result["runs"]["runs/ctrn-s1"]["preset"] is None
 
     path = tmp_path / "transfer.json"
     path.write_text(out)
@@ -86,6 +96,7 @@ def test_transfer_prints_json_with_provenance_and_its_table_on_request(tmp_path,
     assert lines[0] == "| model | pair features | seeds | trecqa-clean MAP | trecqa-clean MRR |"
     assert lines[2] == "| BM25 | – | – | 0.680 | 0.750 |"
     assert lines[3] == "| ctrn | overlap_features | 1, 2 | 0.700 ± 0.000 | 0.750 ± 0.000 |"
+    assert lines[4] == "| ctrn (preset ctrn/trecqa-raw) | overlap_features | 7 | 0.700 | 0.750 |"
 
 
 # ---- text_coverage.py ----------------------------------------------------------------------------------------
