@@ -1,7 +1,7 @@
 """keras-match: a Keras 3 model zoo for neural text matching.
 
-Submodules are imported on first use (``keras_match.zoo``, ``keras_match.datasets`` ...), so importing the
-package itself stays cheap.
+Submodules are imported on first use (``keras_match.zoo``, ``keras_match.presets``, ``keras_match.datasets`` ...,
+every module of the package), so importing the package itself stays cheap.
 """
 
 import importlib
@@ -9,19 +9,35 @@ import importlib
 __version__ = "0.1.0"
 
 _SUBMODULES = (
+    "batching",
+    "callbacks",
     "cli",
     "datasets",
+    "distribution",
     "export",
+    "features",
+    "finetune",
+    "heads",
     "layers",
     "losses",
     "metrics",
     "models",
+    "pipeline",
     "preprocessors",
+    "presets",
+    "provenance",
     "recipe",
+    "registries",
+    "runs",
+    "serving",
     "settings",
+    "signatures",
+    "storage",
     "tasks",
     "text",
     "training",
+    "tuning",
+    "vectors",
     "zoo",
 )
 

@@ -210,9 +210,10 @@ def _float16_copy(source, target):
 
 def _card(config, metadata, notes) -> str:
     """The model card (README.md) of a preset."""
-    from keras_match import zoo
+    from keras_match import tasks, zoo
 
     entry, dataset = config.get("zoo"), config.get("dataset")
+    task = tasks.task_from_config(config)
     try:
         preset = zoo.describe(entry)
     except ValueError:
@@ -222,9 +223,9 @@ def _card(config, metadata, notes) -> str:
     if preset.get("description"):
         lines += [preset["description"], ""]
     lines += ["Load it without training (no data folder, no network):", "", "```python",
-              "import keras_match", f"run = keras_match.presets.load_preset(PATH)  # or keras_match.zoo.load("
-              f"{entry!r}, weights={metadata.get('benchmark') or dataset!r}) for a shipped preset",
-              "run.rank(question, answers)", "```", "",
+              "import keras_match", "", f"run = keras_match.presets.load_preset(PATH)  # a shipped preset: "
+              f"keras_match.zoo.load({entry!r}, weights={metadata.get('benchmark') or dataset!r})",
+              *task.usage, "```", "",
               "## Training", ""]
     lines.append(f"- command: `{metadata.get('command') or 'unknown'}`")
     lines.append(f"- dataset: {dataset} (training split {config.get('train_split') or 'the default'}"
@@ -249,6 +250,7 @@ def _card(config, metadata, notes) -> str:
                      + (f" (initialised from {embedding['vectors']})" if embedding.get("vectors") else ""))
     reported = preset.get("reported") or {}
     reported = reported if reported.get("dataset") == dataset else {}
+    units = ((config.get("settings") or {}).get("model") or {}).get("units")
     figures = {split: values for split, values in (metadata.get("figures") or {}).items() if values}
     columns = [key for key in FIGURES if any(key in values for values in figures.values())]
     lines += ["", "## Figures", "", "| split | " + " | ".join(columns) + " |", "| --- |" + " --- |" * len(columns)]
@@ -258,7 +260,7 @@ def _card(config, metadata, notes) -> str:
         lines.append("| paper (" + str(reported.get("table", "reported")) + ") | "
                      + " | ".join(_figure(reported.get(key)) for key in columns) + " |")
         if reported.get("embeddings"):
-            lines += ["", f"The paper's figures were obtained with {reported['embeddings']} word vectors."]
+            lines += ["", f"The paper's word vectors: {reported['embeddings']}."]
     weights = metadata.get("weights") or {}
     if weights.get("dtype") == "float16":
         lines += ["", _float16_text(metadata)]
@@ -267,13 +269,15 @@ def _card(config, metadata, notes) -> str:
     lines += ["", "## Data and terms", "", f"Trained on {dataset}: {_license(dataset)}. The weights derive from "
               "that data: use them under its terms."]
     lines += ["", "## Intended use and limits", "",
-              "- Research and comparison: ranking candidate answers for a question (or classifying a text pair) "
-              "in English, in the style of the training data.",
+              f"- Research and comparison: {task.intended_use or 'text matching'}, in English, in the style of "
+              "the training data.",
               "- Words outside the vocabulary (`vocabulary.txt`) are read as one unknown word; texts are cut to the "
               "preprocessor's truncation lengths (`preprocessor.json`).",
-              f"- Word vectors of {embedding['dim']} dimensions" + (" (the papers mostly use 300)"
-                                                                    if embedding["dim"] and embedding["dim"] < 300
-                                                                    else "")
+              f"- Word vectors of {embedding['dim']} dimensions"
+              + (" (the papers mostly use 300)" if embedding["dim"] and embedding["dim"] < 300 and embedding["frozen"]
+                 else "")
+              + (f", {units} hidden units where the paper has {reported['units']}" if units and reported.get("units")
+                 and units != reported["units"] else "")
               + ": the figures above, not the paper's, are what to expect.",
               "- Not for decisions about people; not evaluated outside its dataset."]
     if notes:
@@ -362,10 +366,11 @@ def _license(dataset) -> str:
     from keras_match.datasets import catalog, sources
 
     name = catalog.SPECS.get(str(dataset), (str(dataset),))[0]
-    try:
-        return sources.source(name).license or "terms not stated"
-    except ValueError:
+    # a benchmark of several datasets (dialog-babi-task1 ... task6) has one source, named by their common prefix
+    found = [source for source in sources.SOURCES if name == source or name.startswith(source + "-")]
+    if not found:
         return "the user's own data (its terms are the user's)"
+    return sources.source(max(found, key=len)).license or "terms not stated"
 
 
 def write_preset(run_dir, target_dir, *, card_notes=None, float16=False, benchmark=None,

@@ -150,6 +150,88 @@ def test_a_classifier_gives_probabilities_by_label_name(run):
         classifier.rank("q", ["a"])
 
 
+def _card_code(preset_dir):
+    """The Python block of a preset's model card."""
+    return (pathlib.Path(preset_dir) / "README.md").read_text(encoding="utf-8").split("```python\n", 1)[1] \
+        .split("```", 1)[0]
+
+
+def test_the_model_cards_code_runs_as_written_in_a_fresh_process(preset, preset_run, tmp_path):
+    """`import keras_match`, `keras_match.presets.load_preset(PATH)` and the task's lines, run by a new Python: the
+    card once named a submodule that `import keras_match` did not give."""
+    code = _card_code(preset)
+    assert "run.rank(" in code and "PATH" in code
+    script = tmp_path / "card.py"
+    script.write_text(code.replace("PATH", repr(str(preset)))
+                      + "\nimport json\nprint(json.dumps([scores.tolist(), order.tolist()]))\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "KERAS_MATCH_DATA": str(tmp_path / "no-data")})
+    assert done.returncode == 0, done.stderr[-2000:]
+    scores, order = json.loads(done.stdout.strip().splitlines()[-1])
+    expected = preset_run.rank("who wrote hamlet ?", ["Shakespeare wrote Hamlet .", "Teapots are made of clay ."])
+    np.testing.assert_allclose(scores, expected.scores, rtol=0, atol=1e-6)
+    assert order == expected.order.tolist()
+
+
+def test_every_module_of_the_package_is_an_attribute_of_it():
+    """Each module of the package is reached as `keras_match.NAME` after `import keras_match` alone (a fresh
+    process, where nothing else has imported it yet)."""
+    import keras_match
+
+    root = pathlib.Path(keras_match.__file__).parent
+    names = sorted(p.stem for p in root.iterdir() if not p.name.startswith("_") and
+                   (p.suffix == ".py" or (p / "__init__.py").is_file()))
+    assert {"presets", "runs", "finetune", "zoo"} <= set(names)
+    check = textwrap.dedent(f"""
+        import sys, keras_match
+        assert "keras_match.presets" not in sys.modules
+        presets = keras_match.presets  # the first use imports it
+        missing = [name for name in {names!r} if name not in dir(keras_match)]
+        print(presets.__name__, missing)
+    """)
+    done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["keras_match.presets", "[]"]
+    for name in names:
+        assert getattr(keras_match, name).__name__ == f"keras_match.{name}"
+
+
+def test_a_model_card_names_the_terms_of_its_benchmark():
+    """Each dataset of a benchmark with one source (dialog bAbI tasks 1-6) gets that source's terms."""
+    assert presets._license("dialog-babi-task6") == presets._license("dialog-babi-task1") == "CC BY 3.0 (Facebook)"
+    assert presets._license("trecqa-clean").startswith("none stated; TREC / NIST-derived")
+    assert presets._license("wikiqa") == "Microsoft Research Data License (research only)"
+    assert presets._license("/home/me/my-pairs") == "the user's own data (its terms are the user's)"
+
+
+def test_each_tasks_card_lines_run_on_a_model_of_that_task(run):
+    """The lines a model card shows for a classifier and for a response selector (the ranking lines run above)."""
+    from keras_match import tasks
+    from keras_match.models.carnn_dialog import build_carnn_dialog
+    from keras_match.preprocessors.dialog import DialogPreprocessor
+
+    labels = ["entailment", "neutral", "contradiction"]
+    model = zoo.load("mcan_fm", vocab_size=run.preprocessor.vocab_size, embedding_dim=8, lstm_units=4,
+                     highway_units=4, fm_factors=2, head="classification", num_classes=3, compile=False)
+    classifier = runs.Run(model=model, preprocessor=run.preprocessor,
+                          config={"task": tasks.ClassificationTask(labels).config()})
+    namespace = {"run": classifier}
+    exec("\n".join(tasks.ClassificationTask.usage), namespace)
+    assert len(namespace["probabilities"]) == 1 and list(namespace["probabilities"][0]) == labels
+
+    candidates = ["hello what can i help you with today", "api_call cheap north", "ok let me look into it"]
+    preprocessor = DialogPreprocessor("hello what can i help you with today want a cheap restaurant in the north "
+                                      "of town".split(), candidates, max_turns=2, max_turn_length=6)
+    model = build_carnn_dialog(preprocessor.vocab_size, preprocessor.candidate_ids, units=4, variant="i",
+                               num_classes=len(candidates))
+    task = tasks.ResponseSelectionTask(len(candidates))
+    selector = runs.Run(model=model, preprocessor=preprocessor, config={"task": task.config()})
+    namespace = {"run": selector}
+    exec("\n".join(task.usage), namespace)
+    assert namespace["scores"].shape == (1, len(candidates)) and namespace["response"] in candidates
+    assert namespace["response"] == candidates[int(np.argmax(namespace["scores"][0]))]
+
+
 def test_evaluate_with_a_preset_gives_the_run_figures(preset, preset_run, trained_run, data_dir, capsys):
     metrics = json.loads((trained_run / "metrics.json").read_text())
     assert cli.main(["evaluate", "--preset", str(preset), "--dataset", "trecqa-clean", "--data-dir", str(data_dir),

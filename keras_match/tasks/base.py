@@ -25,6 +25,9 @@ class Task(abc.ABC):
         figures: the figures printed after each epoch.
         text_fields: the names of an example's texts.
         loss_modes: the loss modes (`keras_match.losses.mode_of`) it trains with.
+        usage: lines of Python that use a loaded run or preset of this task, bound to `run` (a preset's model
+            card shows them; they must run as written).
+        intended_use: what a model of this task is for, the rest of a sentence (a preset's model card).
     """
 
     kind: typing.ClassVar[str] = ""
@@ -32,6 +35,8 @@ class Task(abc.ABC):
     figures: typing.ClassVar[tuple] = ()
     text_fields: typing.ClassVar[tuple] = ()
     loss_modes: typing.ClassVar[tuple] = ("pointwise",)
+    usage: typing.ClassVar[tuple] = ()
+    intended_use: typing.ClassVar[str] = ""
 
     # ---- made from a dataset or a run's config -----------------------------------------------------------------
 

@@ -26,6 +26,9 @@ class ClassificationTask(Task):
     monitor = "accuracy"
     figures = ("accuracy", "macro_f1")
     text_fields = ("question", "answer")  # the first sentence (premise) and the second (hypothesis)
+    usage = ('probabilities = run.probabilities(["A man is playing a guitar ."], ["A person plays music ."])',
+             "# one {label name: probability} per pair")
+    intended_use = "classifying a sentence pair (first sentence, second sentence) into the training set's labels"
 
     def __init__(self, label_names):
         self.label_names = tuple(label_names)

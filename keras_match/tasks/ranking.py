@@ -30,6 +30,9 @@ class RankingTask(Task):
     kind = "ranking"
     monitor = "map"
     figures = ("map", "mrr", "p@1")
+    usage = ('scores, order = run.rank("who wrote hamlet ?", ["Shakespeare wrote Hamlet .", '
+             '"Teapots are made of clay ."])  # best first',)
+    intended_use = "ranking candidate answers (or any candidate texts) for a question"
     text_fields = ("question", "answer")  # a question and one candidate answer
     loss_modes = ("pointwise", "pairwise", "listwise")
 

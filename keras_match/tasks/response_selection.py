@@ -131,6 +131,11 @@ class ResponseSelectionTask(Task):
     figures = ("per_response_accuracy", "per_dialog_accuracy")
     text_fields = TEXT_FIELDS
     loss_modes = ("pointwise",)
+    usage = ('scores = run.predict(history=[["hello", "hello what can i help you with today"]],',
+             '                     context=["i want a cheap restaurant in the north of town"])  # [1, candidates]',
+             "response = run.preprocessor.candidates[int(scores[0].argmax())]")
+    intended_use = ("choosing a dialog's next response among the training task's fixed candidate set, given the "
+                    "dialog's turns so far and the last user utterance")
 
     def __init__(self, num_candidates, candidates_sha256=None, candidates_file=None):
         if isinstance(num_candidates, bool) or not isinstance(num_candidates, int) or num_candidates < 1:
