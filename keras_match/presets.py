@@ -213,13 +213,14 @@ def _card(config, metadata, notes) -> str:
     from keras_match import tasks, zoo
 
     entry, dataset = config.get("zoo"), config.get("dataset")
+    benchmark = metadata.get("benchmark") or dataset  # "trecqa-clean" where the run's loader name is "trecqa"
     task = tasks.task_from_config(config)
     try:
         preset = zoo.describe(entry)
     except ValueError:
         preset = {}
     embedding = metadata["embedding"]
-    lines = [f"# {entry} trained on {dataset}", ""]
+    lines = [f"# {entry} trained on {benchmark}", ""]
     if preset.get("description"):
         lines += [preset["description"], ""]
     lines += ["Load it without training (no data folder, no network):", "", "```python",
@@ -249,7 +250,7 @@ def _card(config, metadata, notes) -> str:
         lines.append("- word vectors: trained with the model, stored in the weights"
                      + (f" (initialised from {embedding['vectors']})" if embedding.get("vectors") else ""))
     reported = preset.get("reported") or {}
-    reported = reported if reported.get("dataset") == dataset else {}
+    reported = reported if reported.get("dataset") in (benchmark, dataset) else {}
     units = ((config.get("settings") or {}).get("model") or {}).get("units")
     figures = {split: values for split, values in (metadata.get("figures") or {}).items() if values}
     columns = [key for key in FIGURES if any(key in values for values in figures.values())]
@@ -266,7 +267,7 @@ def _card(config, metadata, notes) -> str:
         lines += ["", _float16_text(metadata)]
     if preset.get("paper"):
         lines += ["", f"Paper: {preset['paper']}"]
-    lines += ["", "## Data and terms", "", f"Trained on {dataset}: {_license(dataset)}. The weights derive from "
+    lines += ["", "## Data and terms", "", f"Trained on {benchmark}: {_license(dataset)}. The weights derive from "
               "that data: use them under its terms."]
     lines += ["", "## Intended use and limits", "",
               f"- Research and comparison: {task.intended_use or 'text matching'}, in English, in the style of "
@@ -287,6 +288,29 @@ def _card(config, metadata, notes) -> str:
 
 # the figures a preset records and compares, in the order its tables show them (ranking, classification, dialog)
 FIGURES = ("map", "mrr", "p@1", "accuracy", "macro_f1", "per_response_accuracy", "per_dialog_accuracy")
+
+
+def rewrite_card(path_or_name) -> pathlib.Path:
+    """Writes a preset's model card (`README.md`) again from its `config.json` and `metadata.json`, keeping its
+    "Notes" section, and records the new card's sha256 in `files.sha256`; the other files are not touched. For a
+    preset written before a change to the cards (or whose card was edited by hand). Returns the card's path.
+
+    Raises:
+        PresetError: a file other than the card differs from its `files.sha256` (checked before anything is
+            written).
+    """
+    from keras_match import runs
+
+    root = preset_dir(path_or_name)
+    _check_digests(root, skip=(CARD_FILE,))  # the card itself is what is written again
+    card = root / CARD_FILE
+    old = card.read_text(encoding="utf-8")
+    notes = old.split("\n## Notes\n", 1)[1].strip() if "\n## Notes\n" in old else None
+    config = json.loads((root / CONFIG_FILE).read_text(encoding="utf-8"))
+    metadata = json.loads((root / METADATA_FILE).read_text(encoding="utf-8"))
+    storage.write_text(card, _card(config, metadata, notes))
+    runs.record_digests(root)
+    return card
 
 
 def _float16_text(metadata) -> str:
@@ -522,7 +546,8 @@ def _float16_figures(staged, metadata, data_dir) -> dict:
 # ----------------------------------------------------------------------------------------------------- load
 
 
-def _check_digests(root: pathlib.Path):
+def _check_digests(root: pathlib.Path, skip=()):
+    """Every file `files.sha256` lists (but those named in `skip`) is present with that sha256."""
     from keras_match import runs
     from keras_match.datasets.download import sha256_of
 
@@ -537,6 +562,8 @@ def _check_digests(root: pathlib.Path):
             raise PresetError(f"{root / DIGESTS_FILE} does not list {name}: the preset is incomplete; {_RESTORE}")
     for name, digest in digests.items():
         path = root / name
+        if name in skip:
+            continue
         if not path.is_file():
             raise PresetError(f"{path} is missing (the preset's {DIGESTS_FILE} lists it); {_RESTORE}")
         if sha256_of(path) != digest:
@@ -662,6 +689,8 @@ def load_preset(path_or_name, *, vectors=None):
             entry or settings, the vocabulary is of another size, the vectors of the recorded sha256 are not
             found, or the rebuilt embedding differs from the run's; one line naming the file.
     """
+    from keras_match import runs
+
     from keras_match import runs
 
     root = preset_dir(path_or_name)

@@ -196,6 +196,29 @@ def test_every_module_of_the_package_is_an_attribute_of_it():
         assert getattr(keras_match, name).__name__ == f"keras_match.{name}"
 
 
+def test_a_card_shows_the_papers_figures_and_is_written_again_keeping_its_notes(preset, tmp_path):
+    """The paper's row is found by the benchmark's name (`trecqa-clean`), not the run's loader name (`trecqa`);
+    `rewrite_card` renders the card again, keeps its notes and records its new digest, and refuses a damaged
+    preset before writing anything."""
+    copy = tmp_path / "copy"
+    shutil.copytree(preset, copy)
+    card = copy / presets.CARD_FILE
+    text = card.read_text(encoding="utf-8")
+    assert text.startswith("# mcan_fm trained on trecqa-clean\n") and "| paper (Table 2) | 0.8380 | 0.9040 |" in text
+    assert "Trained on trecqa-clean: none stated; TREC / NIST-derived" in text
+    card.write_text(text.replace("| paper (Table 2) | 0.8380 | 0.9040 |  |\n", ""), encoding="utf-8")
+    with pytest.raises(presets.PresetError, match="README.md"):
+        presets.load_preset(copy)  # the edited card no longer matches files.sha256
+    assert presets.rewrite_card(copy) == card
+    assert card.read_text(encoding="utf-8") == text and text.rstrip().endswith("## Notes\n\nA test preset.")
+    presets.load_preset(copy)  # digests recorded again
+    with open(copy / presets.WEIGHTS_FILE, "r+b") as f:
+        f.truncate(100)
+    with pytest.raises(presets.PresetError, match="model.weights.h5"):
+        presets.rewrite_card(copy)
+    assert card.read_text(encoding="utf-8") == text
+
+
 def test_a_model_card_names_the_terms_of_its_benchmark():
     """Each dataset of a benchmark with one source (dialog bAbI tasks 1-6) gets that source's terms."""
     assert presets._license("dialog-babi-task6") == presets._license("dialog-babi-task1") == "CC BY 3.0 (Facebook)"
