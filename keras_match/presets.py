@@ -258,7 +258,7 @@ def _card(config, metadata, notes) -> str:
     for split, values in figures.items():
         lines.append(f"| {split} | " + " | ".join(_figure(values.get(key)) for key in columns) + " |")
     if reported:
-        lines.append("| paper (" + str(reported.get("table", "reported")) + ") | "
+        lines.append("| paper (" + str(reported.get("table") or reported.get("source") or "reported") + ") | "
                      + " | ".join(_figure(reported.get(key)) for key in columns) + " |")
         if reported.get("embeddings"):
             lines += ["", f"The paper's word vectors: {reported['embeddings']}."]
