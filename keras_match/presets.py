@@ -691,8 +691,6 @@ def load_preset(path_or_name, *, vectors=None):
     """
     from keras_match import runs
 
-    from keras_match import runs
-
     root = preset_dir(path_or_name)
     _check_digests(root)
     metadata = runs.read_json(root / METADATA_FILE, _RESTORE)
