@@ -5,41 +5,13 @@ every module of the package), so importing the package itself stays cheap.
 """
 
 import importlib
+import pkgutil
 
 __version__ = "0.1.0"
 
-_SUBMODULES = (
-    "batching",
-    "callbacks",
-    "cli",
-    "datasets",
-    "distribution",
-    "export",
-    "features",
-    "finetune",
-    "heads",
-    "layers",
-    "losses",
-    "metrics",
-    "models",
-    "pipeline",
-    "preprocessors",
-    "presets",
-    "provenance",
-    "recipe",
-    "registries",
-    "runs",
-    "serving",
-    "settings",
-    "signatures",
-    "storage",
-    "tasks",
-    "text",
-    "training",
-    "tuning",
-    "vectors",
-    "zoo",
-)
+_SUBMODULES = tuple(sorted(module.name for module in pkgutil.iter_modules(__path__)
+                           if not module.name.startswith("_")))
+"""Every module and subpackage of the package, found on its path (so a new module needs no entry here)."""
 
 
 def __getattr__(name):

@@ -225,7 +225,7 @@ def _card(config, metadata, notes) -> str:
         lines += [preset["description"], ""]
     lines += ["Load it without training (no data folder, no network):", "", "```python",
               "import keras_match", "", f"run = keras_match.presets.load_preset(PATH)  # a shipped preset: "
-              f"keras_match.zoo.load({entry!r}, weights={metadata.get('benchmark') or dataset!r})",
+              f"keras_match.zoo.load({entry!r}, weights={benchmark!r})",
               *task.usage, "```", "",
               "## Training", ""]
     lines.append(f"- command: `{metadata.get('command') or 'unknown'}`")
