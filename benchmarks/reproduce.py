@@ -36,7 +36,6 @@ length when `--epochs` names it):
 
 import argparse
 import contextlib
-import dataclasses
 import json
 import os
 import pathlib
@@ -235,28 +234,11 @@ def _settings_tag(overrides, epochs=None):
 
 
 def holdout_dev(dataset, fraction):
-    """The dataset with the last `fraction` of its training questions as `dev` and its `dev` split as `test`.
+    """`--holdout-dev`: `keras_match.datasets.base.hold_out_dev` (the last `fraction` of the training questions as
+    dev, the dev split as test; raises ValueError for a fraction outside (0, 1) or a dataset with a test split)."""
+    from keras_match.datasets.base import hold_out_dev
 
-    A training split joined from several files (SemEval-2016's `train-part2+train-2015`: `metadata["train_parts"]`)
-    holds out the last `fraction` of its first file's questions, so that the model is chosen on the same questions
-    with or without the extra files, and trains on the rest of every file."""
-    from keras_match.datasets.base import MatchingDataset
-
-    if not 0 < fraction < 1:
-        raise ValueError(f"--holdout-dev must be a fraction in (0, 1), got {fraction}")
-    if "test" in dataset:
-        raise ValueError(f"{dataset.name} has a test split: choose on its dev split instead of --holdout-dev")
-    train = dataset["train"]
-    first = next(iter(dataset.metadata.get("train_parts", {}).values()), train.num_questions)
-    n = max(1, round(first * fraction))
-    source = f"{train.source} (questions {first - n + 1}-{first} of {train.num_questions})"
-    splits = {
-        "train": dataclasses.replace(train, questions=train.questions[:first - n] + train.questions[first:]),
-        "dev": dataclasses.replace(train, name="dev", questions=train.questions[first - n:first], source=source),
-        "test": dataclasses.replace(dataset["dev"], name="test"),
-    }
-    metadata = dict(dataset.metadata, holdout_dev=fraction)
-    return MatchingDataset(dataset.name, splits, variant=dataset.variant, metadata=metadata)
+    return hold_out_dev(dataset, fraction)
 
 
 if __name__ == "__main__":

@@ -179,6 +179,10 @@ def ship(args) -> dict:
         raise ShipError(f"{target} exists: a preset of {entry} on {dataset} is shipped already (--replace to "
                         "replace it)")
     command = shlex.join(["python", "benchmarks/ship_presets.py", *args.argv])
+    # a row chosen on held-out training questions (ablation `holdout_dev`): the preset records how, so that it is
+    # scored on the same splits (presets.benchmark_dataset)
+    fraction = seeds[0]["result"].get("holdout_dev")
+    holdout = {"fraction": fraction, "train_split": seeds[0]["result"].get("train_split")} if fraction else None
     run_metrics = json.loads((run_dir / "metrics.json").read_text(encoding="utf-8"))
 
     into.mkdir(parents=True, exist_ok=True)
@@ -188,15 +192,17 @@ def ship(args) -> dict:
     try:
         print(f"[ship] {entry} on {dataset}: seed {chosen['seed']} ({run_dir}); writing the float32 and float16 "
               "candidates", file=sys.stderr)
-        candidate32 = presets.write_preset(run_dir, work / "float32", benchmark=dataset, data_dir=args.data_dir)
-        fig32 = presets.measure(presets.load_preset(candidate32), dataset, data_dir=args.data_dir)
+        candidate32 = presets.write_preset(run_dir, work / "float32", benchmark=dataset, data_dir=args.data_dir,
+                                           holdout_dev=holdout)
+        fig32 = presets.measure(presets.load_preset(candidate32),
+                                presets.benchmark_dataset(dataset, holdout, data_dir=args.data_dir))
         run_check = presets.figure_differences(fig32, {split: run_metrics[split] for split in ("dev", "test")})
         drift = presets.largest_figure_difference(fig32, run_metrics, splits=("dev", "test")) or 0.0
         if drift > 1e-6:
             raise ShipError(f"the float32 preset of {run_dir} does not give the run's figures on {dataset} "
                             f"(largest difference {drift:.2e}): {run_check}")
         candidate16 = presets.write_preset(run_dir, work / "float16", float16=True, benchmark=dataset,
-                                           data_dir=args.data_dir)
+                                           data_dir=args.data_dir, holdout_dev=holdout)
         weights16 = json.loads((candidate16 / presets.METADATA_FILE).read_text(encoding="utf-8"))["weights"]
         if not weights16.get("figures"):
             raise ShipError(f"the float16 preset could not be scored: {weights16.get('not_measured')}")
@@ -212,7 +218,7 @@ def ship(args) -> dict:
                            fig32=fig32["test"], fig16=fig16["test"], difference=difference,
                            tolerance=args.tolerance)
         final = presets.write_preset(run_dir, work / "final", card_notes=notes, float16=float16, benchmark=dataset,
-                                     data_dir=args.data_dir)
+                                     data_dir=args.data_dir, holdout_dev=holdout)
         metadata = json.loads((final / presets.METADATA_FILE).read_text(encoding="utf-8"))
         shipped_figures = presets.preset_figures(metadata)
         expected = fig16 if float16 else fig32

@@ -229,11 +229,20 @@ def _card(config, metadata, notes) -> str:
               *task.usage, "```", "",
               "## Training", ""]
     lines.append(f"- command: `{metadata.get('command') or 'unknown'}`")
-    lines.append(f"- dataset: {dataset} (training split {config.get('train_split') or 'the default'}"
+    train_split = config.get("train_split") or (metadata.get("holdout_dev") or {}).get("train_split")
+    lines.append(f"- dataset: {dataset} (training split {train_split or 'the default'}"
                  + (f", its first {config['max_train_questions']} questions only" if config.get("max_train_questions")
                     else "") + ")"
                  + (f"; figures on {metadata['benchmark']}" if metadata.get("benchmark") not in (None, dataset)
                     else ""))
+    holdout = metadata.get("holdout_dev")
+    if holdout:
+        lines.append(f"- model chosen on held-out training questions: the last {holdout['fraction']:.0%} of the "
+                     f"questions of the first file of {holdout.get('train_split') or 'the training split'} (not "
+                     "trained on) are `dev`; the "
+                     f"figures labelled `test` are on {metadata.get('benchmark')}'s dev split, whose test labels "
+                     f"are not public (`keras-match evaluate --dataset {metadata.get('benchmark')}` scores it as "
+                     "`dev`)")
     for split, record in (metadata.get("data_files") or {}).items():
         lines.append(f"- {split} file: `{pathlib.Path(record['file']).name}` (sha256 {record['sha256']})")
     lines.append(f"- seed {metadata.get('seed')}, best epoch {metadata.get('best_epoch')} of "
@@ -362,6 +371,37 @@ def measure(run, dataset, data_dir=None, splits=("dev", "test"), download=None) 
     return {split: run.evaluate(loaded[split], task=task) for split in splits if split in loaded}
 
 
+def _holdout_record(holdout_dev) -> dict:
+    record = dict(holdout_dev)
+    fraction = record.get("fraction")
+    if not isinstance(fraction, (int, float)) or not 0 < fraction < 1:
+        raise ValueError(f"holdout_dev: 'fraction' must be a number in (0, 1), got {fraction!r}")
+    return {"fraction": float(fraction), "train_split": record.get("train_split")}
+
+
+def benchmark_dataset(benchmark, holdout_dev=None, data_dir=None, download=None):
+    """A preset's benchmark loaded as its figures see it: `keras_match.datasets.catalog.load_by_name(benchmark)`,
+    or, for a preset chosen on held-out training questions (`metadata.json` `holdout_dev`), that benchmark with
+    the same questions held out as `dev` and its dev split as `test` (`keras_match.datasets.base.hold_out_dev`).
+
+    Args:
+        benchmark: a dataset name of `keras-match --dataset`.
+        holdout_dev: `None`, or `{"fraction": ..., "train_split": ...}` (`write_preset`'s `holdout_dev`).
+        data_dir, download: as `load_by_name`.
+
+    Raises:
+        FileNotFoundError, keras_match.datasets.download.DataError: the data is not found.
+        ValueError: `holdout_dev` of a dataset that has a test split.
+    """
+    from keras_match.datasets.base import hold_out_dev
+    from keras_match.datasets.catalog import load_by_name
+
+    if not holdout_dev:
+        return load_by_name(benchmark, data_dir=data_dir, download=download)
+    loaded = load_by_name(benchmark, data_dir=data_dir, download=download, train_split=holdout_dev.get("train_split"))
+    return hold_out_dev(loaded, holdout_dev["fraction"])
+
+
 def figure_differences(measured: dict, reference: dict) -> dict:
     """`measured - reference` for every figure (`FIGURES`) both give, by split."""
     return {split: {key: float(values[key]) - float(reference[split][key]) for key in FIGURES
@@ -398,7 +438,7 @@ def _license(dataset) -> str:
 
 
 def write_preset(run_dir, target_dir, *, card_notes=None, float16=False, benchmark=None,
-                 data_dir=None) -> pathlib.Path:
+                 data_dir=None, holdout_dev=None) -> pathlib.Path:
     """Write the trained preset of a finished run folder.
 
     Args:
@@ -416,6 +456,11 @@ def write_preset(run_dir, target_dir, *, card_notes=None, float16=False, benchma
             (`config.json`), which does not name a variant such as `wikiqa-answered`.
         data_dir: the benchmark data folder for the float16 figures (default `$KERAS_MATCH_DATA`, then the
             user cache).
+        holdout_dev: for a run chosen on held-out training questions and scored on the benchmark's dev split
+            (`benchmarks/reproduce.py --holdout-dev`, a benchmark whose test labels are not public):
+            `{"fraction": 0.2, "train_split": "train-part2+train-2015"}`, the split the questions were held out
+            of. Recorded as `metadata.json` `holdout_dev`; the figures the preset is checked against are then
+            those of `benchmark_dataset(benchmark, holdout_dev)`.
 
     Returns:
         The preset folder's path.
@@ -469,6 +514,7 @@ def write_preset(run_dir, target_dir, *, card_notes=None, float16=False, benchma
         "versions": provenance.get("versions"),
         "parameters": {"total": total, "stored": total - frozen_count, "frozen_embedding": frozen_count},
         "benchmark": str(benchmark or config.get("dataset")),
+        **({"holdout_dev": _holdout_record(holdout_dev)} if holdout_dev else {}),
         "weights": {"file": WEIGHTS_FILE, "dtype": "float16" if float16 else "float32"},
         "embedding": embedding,
         "command": provenance.get("command"),
@@ -528,7 +574,8 @@ def _float16_figures(staged, metadata, data_dir) -> dict:
     if benchmark not in known_names():
         raise ValueError(f"float16 figures: unknown benchmark {benchmark!r} (one of {', '.join(known_names())})")
     try:  # the data folder only: writing a preset never starts a download
-        measured = measure(load_preset(staged), benchmark, data_dir=data_dir, download=False)
+        measured = measure(load_preset(staged), benchmark_dataset(benchmark, metadata.get("holdout_dev"),
+                                                                  data_dir=data_dir, download=False))
     except (FileNotFoundError, DataError) as error:
         return {"benchmark": benchmark, "figures": None,
                 "not_measured": f"{benchmark}'s data not found ({' '.join(str(error).split())[:300]})"}

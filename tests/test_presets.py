@@ -18,6 +18,8 @@ import h5py
 import numpy as np
 import pytest
 
+from conftest import benchmark_module
+
 from keras_match import cli, export, presets, runs, zoo
 
 QUESTIONS = ["When was the Teapot Dome scandal?", "who is the president of france", "", "Zürich café ?"]
@@ -518,6 +520,39 @@ def test_a_float16_preset_without_the_data_says_its_figures_were_not_measured(tr
     assert "figures were not measured" in (target / "README.md").read_text()
     np.testing.assert_allclose(presets.load_preset(target).score(QUESTIONS, ANSWERS), run.score(QUESTIONS, ANSWERS),
                                atol=5e-3, rtol=5e-3)
+
+
+def test_a_preset_chosen_on_held_out_questions_records_them_and_is_scored_on_the_same_splits(trained_run, data_dir,
+                                                                                             tmp_path):
+    # SemEval-2016 3A has no public test labels here: its runs are chosen on the last 20 % of train-part2's
+    # questions and scored on the official dev split (benchmarks/reproduce.py --holdout-dev)
+    from keras_match.datasets.catalog import load_by_name
+
+    holdout = {"fraction": 0.2, "train_split": "train-part2+train-2015"}
+    target = presets.write_preset(trained_run, tmp_path / "held-out", benchmark="semeval2016", holdout_dev=holdout)
+    metadata = json.loads((target / "metadata.json").read_text())
+    assert metadata["holdout_dev"] == holdout
+    card = (target / "README.md").read_text()
+    assert "the last 20% of the questions of the first file of train-part2+train-2015" in card
+    assert "figures labelled `test` are on semeval2016's dev split" in card
+
+    held = presets.benchmark_dataset("semeval2016", metadata["holdout_dev"], data_dir=data_dir)
+    whole = load_by_name("semeval2016", data_dir=data_dir, train_split="train-part2+train-2015")
+    part2 = load_by_name("semeval2016", data_dir=data_dir, train_split="train-part2")["train"].num_questions
+    kept = round(part2 * 0.2)
+    questions = whole["train"].questions
+    assert [q.text for q in held["dev"].questions] == [q.text for q in questions[part2 - kept:part2]]
+    assert [q.text for q in held["train"].questions] == [q.text for q in questions[:part2 - kept] + questions[part2:]]
+    assert [q.text for q in held["test"].questions] == [q.text for q in whole["dev"].questions]
+    assert held.metadata["holdout_dev"] == 0.2
+    # the same splits as the benchmark script's --holdout-dev
+    assert benchmark_module("reproduce").holdout_dev(whole, 0.2).counts() == held.counts()
+
+    with pytest.raises(ValueError, match="has a test split"):
+        presets.benchmark_dataset("trecqa-clean", {"fraction": 0.2, "train_split": None}, data_dir=data_dir)
+    with pytest.raises(ValueError, match="fraction"):
+        presets.write_preset(trained_run, tmp_path / "bad", holdout_dev={"fraction": 20})
+    assert not (tmp_path / "bad").exists()
 
 
 def test_figure_differences_compare_only_what_both_sides_give_and_the_largest_is_signed_out():

@@ -213,3 +213,37 @@ class MatchingDataset(SplitsByName):
 
     task = "ranking"
     """What the dataset's labels are for (``ClassificationDataset.task`` is ``"classification"``)."""
+
+
+def hold_out_dev(dataset: MatchingDataset, fraction: float) -> MatchingDataset:
+    """The dataset with the last `fraction` of its training questions as `dev` and its `dev` split as `test`: for a
+    benchmark whose test labels are not public (SemEval-2016 task 3A here), the model is chosen on held-out
+    training questions and scored on the official dev split.
+
+    A training split joined from several files (SemEval-2016's `train-part2+train-2015`: `metadata["train_parts"]`)
+    holds out the last `fraction` of its first file's questions, so that the model is chosen on the same questions
+    with or without the extra files, and trains on the rest of every file. The result's `metadata["holdout_dev"]`
+    is `fraction`.
+
+    Args:
+        dataset: a ranking dataset with `train` and `dev` splits and no `test` split.
+        fraction: in (0, 1); at least one question is held out.
+
+    Raises:
+        ValueError: `fraction` outside (0, 1), or the dataset has a test split (choose on its dev split instead).
+    """
+    if not 0 < fraction < 1:
+        raise ValueError(f"holdout_dev must be a fraction in (0, 1), got {fraction}")
+    if "test" in dataset:
+        raise ValueError(f"{dataset.name} has a test split: choose on its dev split instead of holding out dev")
+    train = dataset["train"]
+    first = next(iter(dataset.metadata.get("train_parts", {}).values()), train.num_questions)
+    n = max(1, round(first * fraction))
+    source = f"{train.source} (questions {first - n + 1}-{first} of {train.num_questions})"
+    splits = {
+        "train": dataclasses.replace(train, questions=train.questions[:first - n] + train.questions[first:]),
+        "dev": dataclasses.replace(train, name="dev", questions=train.questions[first - n:first], source=source),
+        "test": dataclasses.replace(dataset["dev"], name="test"),
+    }
+    metadata = dict(dataset.metadata, holdout_dev=fraction)
+    return MatchingDataset(dataset.name, splits, variant=dataset.variant, metadata=metadata)
