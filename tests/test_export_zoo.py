@@ -171,25 +171,69 @@ CHILD = textwrap.dedent(
 )
 
 
+def build_run(name, seed, encoder):
+    """Zoo entry `name` built small with random weights (`randomize(model, seed)`: the same weights in any
+    process) and its pair preprocessor, as a `training.Run`."""
+    preset = zoo.describe(name)["preprocessing"]
+    model = zoo.load(name, vocab_size=encoder.vocab_size, compile=False, **small_overrides(name))
+    randomize(model, seed)
+    overlap = preset["overlap_features"]
+    lengths = small_lengths(name)
+    preprocessor = PairPreprocessor(encoder, lengths["max_question_length"], lengths["max_answer_length"],
+                                    overlap_features=overlap,
+                                    document_frequencies=OverlapFeatures.build(TRAINING_TEXTS) if overlap else None)
+    return training.Run(model=model, preprocessor=preprocessor, config={"zoo": name})
+
+
+EXPORTER = textwrap.dedent(
+    """
+    import json, pathlib, sys
+    tests, root, out = sys.argv[1], pathlib.Path(sys.argv[2]), pathlib.Path(sys.argv[3])
+    sys.path.insert(0, tests)
+    import test_export_zoo as t
+    from keras_match import export, text
+
+    encoder = text.TextEncoder(t.WORDS)
+    made = {}
+    for item in sys.argv[4:]:
+        seed, name = item.split(":", 1)
+        version_dir = export.saved_model(t.build_run(name, int(seed), encoder), root / name)
+        onnx = export.to_onnx(version_dir)
+        made[name] = {"version_dir": str(version_dir), "onnx": {"path": str(onnx.path), "opset": onnx.opset,
+                      "max_abs_diff": onnx.max_abs_diff, "num_samples": onnx.num_samples}}
+        print(name, flush=True)
+    out.write_text(json.dumps(made))
+    """
+)
+EXPORT_PROCESSES = 2
+"""Exporting (tracing every signature, writing the SavedModel and its warmup records, converting to ONNX) takes
+about 20-30 s an entry on this 2-core machine, mostly on one core: the entries are exported by two processes at
+once, each building its entries' models with the weights this process builds them with."""
+
+
 @pytest.fixture(scope="module")
 def exports(tmp_path_factory):
-    """Each zoo entry built small with random weights, exported as SavedModel + ONNX: name -> dict."""
+    """Each zoo entry built small with random weights, exported as SavedModel + ONNX: name -> dict (the run this
+    process built, the SavedModel's version folder, the ONNX export)."""
     root = tmp_path_factory.mktemp("zoo_export")
     encoder = text.TextEncoder(WORDS)
+    runs = {name: build_run(name, seed, encoder) for seed, name in enumerate(NAMES)}
+    shares = [[f"{seed}:{name}" for seed, name in enumerate(NAMES) if seed % EXPORT_PROCESSES == k]
+              for k in range(EXPORT_PROCESSES)]
+    (root / "exporter.py").write_text(EXPORTER)
+    workers = [subprocess.Popen([sys.executable, str(root / "exporter.py"), str(pathlib.Path(__file__).parent),
+                                 str(root), str(root / f"made-{k}.json"), *share],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+               for k, share in enumerate(shares) if share]
     made = {}
-    for seed, name in enumerate(NAMES):
-        preset = zoo.describe(name)["preprocessing"]
-        model = zoo.load(name, vocab_size=encoder.vocab_size, compile=False, **small_overrides(name))
-        randomize(model, seed)
-        overlap = preset["overlap_features"]
-        lengths = small_lengths(name)
-        preprocessor = PairPreprocessor(encoder, lengths["max_question_length"], lengths["max_answer_length"],
-                                        overlap_features=overlap,
-                                        document_frequencies=OverlapFeatures.build(TRAINING_TEXTS) if overlap else None)
-        run = training.Run(model=model, preprocessor=preprocessor, config={"zoo": name})
-        version_dir = export.saved_model(run, root / name)
-        made[name] = {"run": run, "version_dir": version_dir, "onnx": export.to_onnx(version_dir)}
-    return made
+    for k, worker in enumerate(workers):
+        stdout, stderr = worker.communicate()
+        assert worker.returncode == 0, f"exporter {k} (done: {stdout.split()}): {stderr[-3000:]}"
+        made.update(json.loads((root / f"made-{k}.json").read_text()))
+    assert sorted(made) == sorted(NAMES)
+    return {name: {"run": runs[name], "version_dir": pathlib.Path(made[name]["version_dir"]),
+                   "onnx": export.OnnxExport(**dict(made[name]["onnx"], path=pathlib.Path(made[name]["onnx"]["path"])))}
+            for name in NAMES}
 
 
 def _cases():
