@@ -317,6 +317,34 @@ def carnn_dialog_task6():
     return "\n".join(lines)
 
 
+def contextual_lm():
+    """The contextual language model of the CARNN paper (section 4.2) against the same model without context and a
+    plain LSTM LM, on dialog bAbI task 6's utterances (benchmarks/contextual_lm.py, `contextual_lm/*.json`): test
+    perplexity of the epoch with the lowest dev perplexity. Not comparable with the paper's Table 2 (Switchboard,
+    Penn Discourse Treebank)."""
+    order = {"contextual": 0, "no_context": 1, "lstm": 2}
+    results = [(path, _read_json(path)) for path in _files("contextual_lm/*.json")]
+    variants = {"n": 0, "i": 1, "s": 2}
+    results.sort(key=lambda item: (order.get(item[1].get("model"), 3), variants.get(item[1].get("variant"), 3),
+                                   item[1]["settings"].get("seed", 0), item[0].name))
+    lines = ["| model | LM unit | alpha | hidden | seed | parameters (unused) | epochs (best) | dev perplexity | "
+             "test perplexity | eq. 12 speaker accuracy, test | s / epoch |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    units = {"n": "nCARNN", "i": "iCARNN", "s": "sCARNN"}
+    for path, result in results:
+        settings, parameters = result["settings"], result["parameters"]
+        unit = "LSTM" if result["model"] == "lstm" else units.get(result.get("variant"), "?")
+        alpha = settings.get("alpha")
+        accuracy = result.get("test_label_accuracy")
+        seconds = result.get("epoch_seconds_untraced_median") or result.get("epoch_seconds_median")
+        part = f" (first {settings['max_train_dialogs']} training dialogs)" if settings.get("max_train_dialogs") else ""
+        lines.append(f"| `{result['model']}`{part} | {unit} | {'–' if alpha is None else alpha} | {settings['hidden']} | "
+                     f"{settings.get('seed', 0)} | {parameters['trainable']:,} ({parameters.get('unused', 0):,}) | "
+                     f"{len(result['epochs'])} ({result['best_epoch']}) | {result['dev_perplexity']:.2f} | "
+                     f"{result['test_perplexity']:.2f} | {'–' if accuracy is None else f'{accuracy:.3f}'} | "
+                     f"{seconds:.0f} |")
+    return "\n".join(lines)
+
+
 def coupled_lstm_ranking():
     """Coupled-LSTMs ranking TrecQA clean (TRAIN) and WikiQA answers (the paper's ranking set is not available)."""
     return _plan_table("coupled_lstm_ranking", [("dev", ["map"]), ("test", ["map", "mrr", "p@1"])], RANKING)
@@ -384,6 +412,7 @@ TABLES = {
     "coupled-lstm-ranking": coupled_lstm_ranking,
     "iwan-trecqa": iwan_trecqa,
     "carnn-dialog-task6": carnn_dialog_task6,
+    "contextual-lm": contextual_lm,
     "shipped-presets": shipped_presets,
 }
 """Every generated table: name -> a function returning its markdown (raises TableError)."""
