@@ -9,7 +9,8 @@ refused in one line naming the file; the files must be in the package data and w
 (benchmarks/ship_presets.py: 8 MB a weights file, 40 MB in all).
 
 One fresh process per shipped preset does the loading, scoring and both exports (`import tensorflow`, rebuilding
-the 400,000-word GloVe matrix and the ONNX conversion cost most of its time); two of them run at once.
+the 400,000-word GloVe matrix and the ONNX conversion cost most of its time); two of them run at once, one at
+a time under pytest-xdist.
 """
 
 import concurrent.futures
@@ -57,6 +58,8 @@ CHILD = textwrap.dedent(
     import json, pathlib, sys
     import numpy as np
     name, texts_file, out = sys.argv[1], pathlib.Path(sys.argv[2]), pathlib.Path(sys.argv[3])
+    CHUNK = 256  # the exports score the split in batches: all of SemEval's 2,440 pairs in one ONNX Runtime call
+    # took 12 GB (CTRN's 100-token inputs, 512 filters) and was killed for memory beside the rest of the suite
     from keras_match import export, pipeline, presets, signatures
 
     texts = json.loads(texts_file.read_text(encoding="utf-8"))
@@ -69,14 +72,18 @@ CHILD = textwrap.dedent(
     metadata = export.read_metadata(version)
     loaded = tf.saved_model.load(str(version))
     served_name = next(iter(metadata["outputs"]["serving_default"]))
-    served = loaded.signatures["serving_default"](**{key: tf.constant(value) for key, value in texts.items()})
-    served = served[served_name].numpy()
+    count = len(next(iter(texts.values())))
+    chunks = [slice(start, start + CHUNK) for start in range(0, count, CHUNK)]  # as a server's batches
+    signature = loaded.signatures["serving_default"]
+    served = np.concatenate([signature(**{key: tf.constant(value[part]) for key, value in texts.items()})[served_name]
+                             .numpy() for part in chunks])
 
     import onnxruntime
     converted = export.to_onnx(version)
     session = onnxruntime.InferenceSession(str(converted.path), providers=["CPUExecutionProvider"])
     onnx_name = next(iter(metadata["outputs"][signatures.IDS_SIGNATURE]))
-    (onnx_outputs,) = session.run([onnx_name], {key: np.asarray(value) for key, value in inputs.items()})
+    onnx_outputs = np.concatenate([session.run([onnx_name], {key: np.asarray(value)[part] for key, value
+                                                             in inputs.items()})[0] for part in chunks])
     np.savez(out / "outputs.npz", keras=np.asarray(keras_outputs), saved_model=served, onnx=onnx_outputs)
     print(json.dumps({"served_output": served_name, "onnx_output": onnx_name}))
     """
@@ -107,8 +114,9 @@ def _start_fresh_process(name, data_dir, work):
 
 @pytest.fixture(scope="module")
 def fresh_processes(request, data_dir, tmp_path_factory):
-    """The fresh processes of the presets this session's tests use, started two at a time (each spends most of
-    its time importing TensorFlow, rebuilding the GloVe matrix and converting to ONNX, while this process waits):
+    """The fresh processes of the presets this session's tests use, started two at a time (one at a time under
+    pytest-xdist; each spends most of its time importing TensorFlow, rebuilding the GloVe matrix and converting
+    to ONNX, while this process waits):
     preset name -> a callable that waits for that preset's process and returns what `_start_fresh_process` gave
     with its `stdout`."""
     if not _glove_installed():
@@ -116,7 +124,9 @@ def fresh_processes(request, data_dir, tmp_path_factory):
     wanted = [name for name in SHIPPED if any(getattr(item, "callspec", None) is not None
                                                and item.callspec.params.get("scored") == name
                                                for item in request.session.items)]
-    slots = threading.Semaphore(max(1, min(2, os.cpu_count() or 1)))
+    # one at a time under pytest-xdist (README's `-n 2` already runs two test processes): each holds the GloVe
+    # matrix and TensorFlow, 1.5-2 GB
+    slots = threading.Semaphore(1 if os.environ.get("PYTEST_XDIST_WORKER") else max(1, min(2, os.cpu_count() or 1)))
 
     def run(name, work):
         with slots:
