@@ -239,10 +239,8 @@ def _card(config, metadata, notes) -> str:
     if holdout:
         lines.append(f"- model chosen on held-out training questions: the last {holdout['fraction']:.0%} of the "
                      f"questions of the first file of {holdout.get('train_split') or 'the training split'} (not "
-                     "trained on) are `dev`; the "
-                     f"figures labelled `test` are on {metadata.get('benchmark')}'s dev split, whose test labels "
-                     f"are not public (`keras-match evaluate --dataset {metadata.get('benchmark')}` scores it as "
-                     "`dev`)")
+                     f"trained on) are `dev`; the figures labelled `test` are on {benchmark}'s dev split, whose "
+                     f"test labels are not public (`keras-match evaluate --dataset {benchmark}` scores it as `dev`)")
     for split, record in (metadata.get("data_files") or {}).items():
         lines.append(f"- {split} file: `{pathlib.Path(record['file']).name}` (sha256 {record['sha256']})")
     lines.append(f"- seed {metadata.get('seed')}, best epoch {metadata.get('best_epoch')} of "
