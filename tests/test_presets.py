@@ -6,6 +6,7 @@ and score exactly as the run, evaluate and export as the run does, leave the fro
 damaged or mismatched file in one line naming it.
 """
 
+import hashlib
 import json
 import os
 import pathlib
@@ -55,8 +56,16 @@ def test_a_preset_holds_the_run_without_its_frozen_vectors(preset, trained_run, 
     names = sorted(p.name for p in preset.iterdir())
     assert names == ["README.md", "config.json", "files.sha256", "metadata.json", "model.weights.h5",
                      "preprocessor.json", "vocabulary.txt"]
-    for name in ("config.json", "preprocessor.json", "vocabulary.txt"):  # copied byte for byte
+    for name in ("config.json", "preprocessor.json"):  # copied byte for byte
         assert (preset / name).read_bytes() == (trained_run / name).read_bytes(), name
+    # the vocabulary keeps the run's training words; the vector file's words that training appended are not stored
+    run_words = (trained_run / "vocabulary.txt").read_text(encoding="utf-8").splitlines()
+    stored = (preset / "vocabulary.txt").read_text(encoding="utf-8").splitlines()
+    record = json.loads((preset / "metadata.json").read_text())["vocabulary"]
+    assert stored == run_words[:len(stored)] and record["stored_words"] == len(stored)
+    assert 0 < len(stored) < len(run_words) // 10 and record["words"] == len(run_words)
+    assert record["sha256"] == hashlib.sha256((trained_run / "vocabulary.txt").read_bytes()).hexdigest()
+    assert set(run_words[len(stored):]) <= set(run.preprocessor.encoder.vocabulary)  # sanity of the split
     listed = {line.split("  ", 1)[1] for line in (preset / "files.sha256").read_text().splitlines()}
     assert listed == set(names) - {"files.sha256"}
 
@@ -321,7 +330,7 @@ def _damage(kind, preset):
     elif kind == "two vocabulary words swapped":
         path = preset / "vocabulary.txt"
         lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-        lines[100], lines[5000] = lines[5000], lines[100]
+        lines[100], lines[len(lines) // 2] = lines[len(lines) // 2], lines[100]
         path.write_text("".join(lines), encoding="utf-8")
     elif kind == "another vector sha256":
         path = preset / "metadata.json"
@@ -334,8 +343,8 @@ DAMAGES = {  # what is damaged: (the file named, what the message says once file
     "truncated weights": ("model.weights.h5", "is damaged or not an HDF5 weights file"),
     "weights of another entry": ("model.weights.h5", "holds the weights of zoo entry 'mcan_sm', not of 'mcan_fm'"),
     "weights of other settings": ("model.weights.h5", "trained with other model settings"),
-    "a vocabulary line removed": ("vocabulary.txt", "token ids but the preset's model has"),
-    "two vocabulary words swapped": ("vocabulary.txt", "differs from the one the run was trained with"),
+    "a vocabulary line removed": ("vocabulary.txt", "holds fewer words than the preset stored"),
+    "two vocabulary words swapped": ("vocabulary.txt", "the vocabulary or the vectors are not the run's"),
     "another vector sha256": ("metadata.json", "names the frozen word vectors glove.6B.50d.filtered.txt.gz with "
                                                "sha256 000000000000..."),
 }
@@ -576,3 +585,55 @@ def test_the_rebuild_command_of_a_model_card_runs_from_a_clone():
                                                         "trecqa-clean --seeds 1 --label 'IWAN + nCARNN'")
     assert ship.portable("python benchmarks/ship_presets.py OUT --row 1 --runs /tmp/x/runs --replace --plan P") == (
         "python benchmarks/ship_presets.py OUT --row 1 --plan P")
+
+
+def test_a_format_1_preset_with_the_whole_vocabulary_loads_and_is_compacted_to_the_same_model(preset, run, tmp_path):
+    """Presets written before format 2 stored all 400,000 GloVe words; they still load, and `compact_vocabulary`
+    rewrites them to the stored training words, giving the same vocabulary and scores."""
+    old = tmp_path / "format-1"
+    shutil.copytree(preset, old)
+    metadata = json.loads((old / "metadata.json").read_text())
+    del metadata["vocabulary"]
+    metadata["format"] = 1
+    (old / "metadata.json").write_text(json.dumps(metadata))
+    shutil.copyfile(pathlib.Path(run.preprocessor.encoder.vocabulary_path), old / "vocabulary.txt")
+    runs.record_digests(old)
+    loaded = presets.load_preset(old)
+    assert loaded.preprocessor.encoder.vocabulary == run.preprocessor.encoder.vocabulary
+    np.testing.assert_array_equal(loaded.score(QUESTIONS, ANSWERS), run.score(QUESTIONS, ANSWERS))
+
+    assert presets.compact_vocabulary(old) is True
+    for name in ("vocabulary.txt", "model.weights.h5", "config.json"):
+        assert (old / name).read_bytes() == (preset / name).read_bytes(), name
+    rewritten = json.loads((old / "metadata.json").read_text())
+    assert rewritten["format"] == 2 and rewritten["vocabulary"] == json.loads((preset / "metadata.json")
+                                                                              .read_text())["vocabulary"]
+    assert "then the word vectors' words" in (old / "README.md").read_text()
+    compacted = presets.load_preset(old)
+    assert compacted.preprocessor.encoder.vocabulary == run.preprocessor.encoder.vocabulary
+    np.testing.assert_array_equal(compacted.score(QUESTIONS, ANSWERS), run.score(QUESTIONS, ANSWERS))
+    assert presets.compact_vocabulary(old) is False  # already format 2
+
+    metadata["format"] = 3
+    (old / "metadata.json").write_text(json.dumps(metadata))
+    runs.record_digests(old)
+    with pytest.raises(presets.PresetError, match=r"preset format 3; this keras-match reads formats 1, 2"):
+        presets.load_preset(old)
+
+
+def test_vector_words_start_finds_where_the_appended_vector_words_begin():
+    from keras_match import text
+
+    vector_words = ["the", "a", "of", "Upper", "new york", "cat", "dog", "the"]
+    training = ["dog", "the", "zebra"]
+    words = text.with_vector_words(training, vector_words, lowercase=True)
+    assert words == ["dog", "the", "zebra", "a", "of", "cat"]  # not producible: "Upper", "new york"; once each
+    assert text.vector_words_start(words, vector_words, lowercase=True) == 3
+    # training words that happen to continue in the vectors' order are taken as vector words: the same vocabulary
+    for training in (["dog", "zebra", "the"], ["zebra", "the"]):
+        words = text.with_vector_words(training, vector_words, lowercase=True)
+        start = text.vector_words_start(words, vector_words, lowercase=True)
+        assert start == len(training) - 1 and text.with_vector_words(words[:start], vector_words) == words
+    assert text.vector_words_start(["zebra", "of", "a", "the", "cat"], vector_words, lowercase=True) is None
+    assert text.vector_words_start(["zebra", "the", "a", "of"], vector_words, lowercase=True) is None  # "cat" lacks
+    assert text.vector_words_start(["zebra"], vector_words, lowercase=True) is None

@@ -230,6 +230,8 @@ def _damage(kind, copy):
     path = copy / "vocabulary.txt"
     lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
     path.write_text("".join(lines[:-1000]), encoding="utf-8")  # 1,000 words fewer
+    if json.loads((copy / presets.METADATA_FILE).read_text(encoding="utf-8")).get("vocabulary"):
+        return "vocabulary.txt", "holds fewer words than the preset stored"  # the vectors' words are appended
     return "vocabulary.txt", "token ids but the preset's model has"
 
 
