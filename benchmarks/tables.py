@@ -363,8 +363,9 @@ def shipped_presets():
     import keras_match
 
     root = pathlib.Path(keras_match.__file__).parent / "presets"
-    lines = ["| preset | seed | dev MAP / accuracy | test MAP / MRR / P@1 or accuracy / macro-F1 | the run's test "
-             "figures (float32) | weights | preset on disk |", "|---|---|---|---|---|---|---|"]
+    lines = ["| preset | seed | dev MAP / accuracy | test MAP / MRR / P@1, accuracy / macro-F1 or per-response / "
+             "per-dialog accuracy | the run's test figures (float32) | weights | preset on disk |",
+             "|---|---|---|---|---|---|---|"]
     paths = sorted(root.glob("*/*/metadata.json"))
     if not paths:
         raise TableError(f"no shipped preset under {root}: benchmarks/ship_presets.py writes them")
@@ -377,8 +378,9 @@ def shipped_presets():
         if "provenance" not in meta:
             raise TableError(f"{path}: no provenance")
         shipped = meta["weights"].get("figures") or meta["figures"]
-        ranking = "map" in meta["figures"]["test"]
-        names = ("map", "mrr", "p@1") if ranking else ("accuracy", "macro_f1")
+        test = meta["figures"]["test"]
+        names = next(names for names in (("map", "mrr", "p@1"), ("accuracy", "macro_f1"),
+                                         ("per_response_accuracy", "per_dialog_accuracy")) if names[0] in test)
         size = sum(f.stat().st_size for f in path.parent.iterdir() if f.is_file())
         lines.append(f"| `{path.parent.parent.name}/{path.parent.name}` | {meta['seed']} | "
                      f"{figures(shipped['dev'], names[:1])} | {figures(shipped['test'], names)} | "

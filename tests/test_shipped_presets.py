@@ -28,7 +28,7 @@ import threading
 import numpy as np
 import pytest
 
-from keras_match import presets, runs
+from keras_match import presets, runs, zoo
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SHIPPED = presets.trained()
@@ -63,6 +63,12 @@ CHILD = textwrap.dedent(
     from keras_match import export, pipeline, presets, signatures
 
     texts = json.loads(texts_file.read_text(encoding="utf-8"))
+    for key, rows in texts.items():  # a dialog's history: rows of its texts, padded with "" as the split has them
+        if rows and isinstance(rows[0], list):
+            padded = np.full((len(rows), max(1, max(map(len, rows)))), "", dtype=object)
+            for i, row in enumerate(rows):
+                padded[i, :len(row)] = row
+            texts[key] = padded
     run = presets.load_preset(name)  # the shipped preset by its name, as a user loads it
     inputs = pipeline.encode(run.preprocessor, texts)
     keras_outputs = pipeline.predict(run.model, inputs, run.preprocessor.SEQUENCE_INPUTS)  # as Run.evaluate
@@ -90,6 +96,12 @@ CHILD = textwrap.dedent(
 )
 
 
+def _last_text(row) -> int:
+    """The index after the last non-empty text of a padded row (0 if all are empty)."""
+    filled = np.flatnonzero(np.asarray(row, dtype=object) != "")
+    return int(filled[-1]) + 1 if len(filled) else 0
+
+
 def _start_fresh_process(name, data_dir, work):
     """Write the preset's test texts (as this process loads the split) into `work` and run the child on them, in a
     fresh process without the data (no `$KERAS_MATCH_DATA`, `HOME` an empty folder)."""
@@ -99,7 +111,11 @@ def _start_fresh_process(name, data_dir, work):
     dataset = presets.benchmark_dataset(_benchmark(name), _metadata(name).get("holdout_dev"), data_dir=data_dir)
     task = tasks.task_for(dataset)
     examples = task.examples(dataset["test"])
-    texts = {key: [str(text) for text in values] for key, values in examples.texts.items()}
+    inputs = zoo.family_of(_metadata(name)["zoo"]).preprocessor_class().TEXT_INPUTS  # {name: rank}
+    texts = {key: [str(text) for text in examples.texts[key]] if rank == 1
+             # rank 2 (a dialog's history, padded with "" to the longest): each row's texts up to its padding
+             else [list(map(str, row[:_last_text(row)])) for row in examples.texts[key]]
+             for key, rank in inputs.items()}
     (work / "texts.json").write_text(json.dumps(texts), encoding="utf-8")
     home = work / "home"
     home.mkdir()
@@ -167,12 +183,13 @@ def test_a_shipped_preset_scores_its_test_split_as_its_metadata_says_in_a_fresh_
     expected = presets.preset_figures(metadata)["test"]  # float16 weights: the figures measured with them
     got = scored["task"].evaluate(scored["head"], scored["outputs"]["keras"], scored["examples"])
     assert len(scored["outputs"]["keras"]) == scored["count"]
-    keys = [key for key in ("map", "mrr", "p@1", "accuracy", "macro_f1", "num_questions") if key in expected]
+    keys = [key for key in ("map", "mrr", "p@1", "accuracy", "macro_f1", "num_questions", "per_response_accuracy",
+                            "per_dialog_accuracy") if key in expected]
     assert keys
     for key in keys:
         assert got[key] == pytest.approx(expected[key], abs=1e-6), (scored["name"], key)
     if metadata["weights"]["dtype"] == "float16":  # and the run's own (float32) figures within the tolerance
-        for key in ("map", "mrr", "p@1", "accuracy"):
+        for key in ("map", "mrr", "p@1", "accuracy", "per_response_accuracy"):
             if key in expected:
                 assert abs(got[key] - metadata["figures"]["test"][key]) <= 0.002, key
 
