@@ -900,9 +900,10 @@ def load_preset(path_or_name, *, vectors=None):
                                          missing=embedding.get("missing_vectors", "random"))
         if matrix.shape != (embedding.get("rows"), embedding.get("dim")) or \
                 _matrix_sha256(matrix) != embedding.get("matrix_sha256"):
-            raise PresetError(f"the embedding rebuilt from {getattr(source, 'source', source)} for {root / preprocessor.VOCABULARY_FILE} differs "
-                              f"from the one the run was trained with ({root / METADATA_FILE}, matrix_sha256): the "
-                              f"vectors or the vocabulary are not the run's; {_RESTORE}")
+            raise PresetError(f"the embedding rebuilt from {getattr(source, 'source', source)} for "
+                              f"{root / preprocessor.VOCABULARY_FILE} differs from the one the run was trained with "
+                              f"({root / METADATA_FILE}, matrix_sha256): the vectors or the vocabulary are not the "
+                              f"run's; {_RESTORE}")
     settings = _settings(config)
     if matrix is None and embedding.get("dim") and "embedding_dim" in settings.model:
         # trained embeddings initialised from vectors have the vectors' width, not the setting's
