@@ -629,23 +629,52 @@ class TextEncoder:
         return ids.to_tensor(default_value=PAD_ID, shape=[None, max_length])
 
 
-def _producible_words(words: Iterable[str], known: set, lowercase: bool, batch_size: int = 65536) -> list[str]:
-    """The words, in order and once each, that the tokenizer produces as one token and `known` lacks."""
-    candidates = []
-    seen = set(known)
-    for word in words:
-        if isinstance(word, str) and word and word not in seen and word not in RESERVED_TOKENS:
-            seen.add(word)
-            candidates.append(word)
+_PRODUCIBLE_CACHE: collections.OrderedDict = collections.OrderedDict()
+_PRODUCIBLE_CACHE_SIZE = 4
+"""The producible words of the last few word lists (`_producible_words`), by their words and `lowercase`: a
+frozen-vector run tokenizes the vectors' 400,000 words once a process, not at every `TextEncoder.build` or
+trained-preset load (5-6 s each on this project's 2-core machine)."""
+
+
+def _tokenized_alone(words: Sequence[str], lowercase: bool, batch_size: int) -> list[str]:
+    """The words (distinct, none reserved) that the tokenizer produces as one token, unchanged, in order."""
     kept = []
-    for start in range(0, len(candidates), batch_size):
-        batch = candidates[start:start + batch_size]
+    for start in range(0, len(words), batch_size):
+        batch = words[start:start + batch_size]
         tokens = tokenize(batch, lowercase=lowercase)
         lengths, starts = tokens.row_lengths().numpy(), tokens.row_starts().numpy()
         flat = tokens.flat_values.numpy()
         kept.extend(word for word, n, start in zip(batch, lengths, starts)
                     if n == 1 and flat[start].decode("utf-8") == word)
     return kept
+
+
+def _producible_words(words: Iterable[str], known: set, lowercase: bool, batch_size: int = 65536) -> list[str]:
+    """The words, in order and once each, that the tokenizer produces as one token and `known` lacks.
+
+    The producible words of a whole list do not depend on `known`, so they are computed once per list and
+    `lowercase` (kept for the last `_PRODUCIBLE_CACHE_SIZE` lists, compared word for word) and `known` is taken
+    out afterwards: the same words in the same order as testing only the words `known` lacks."""
+    words = tuple(words)
+    try:
+        key = (bool(lowercase), len(words), hash(words))
+    except TypeError:  # an unhashable item (skipped below, as every item that is not a text): no caching
+        key = None
+    cached = _PRODUCIBLE_CACHE.get(key) if key is not None else None
+    if cached is None or cached[0] != words:
+        seen, candidates = set(), []
+        for word in words:
+            if isinstance(word, str) and word and word not in seen and word not in RESERVED_TOKENS:
+                seen.add(word)
+                candidates.append(word)
+        cached = (words, tuple(_tokenized_alone(candidates, lowercase, batch_size)))
+        if key is None:
+            return [word for word in cached[1] if word not in known]
+        _PRODUCIBLE_CACHE[key] = cached
+        while len(_PRODUCIBLE_CACHE) > _PRODUCIBLE_CACHE_SIZE:
+            _PRODUCIBLE_CACHE.popitem(last=False)
+    _PRODUCIBLE_CACHE.move_to_end(key)
+    return [word for word in cached[1] if word not in known]
 
 
 def with_vector_words(words: Sequence[str], vector_words: Iterable[str], lowercase: bool = True) -> list[str]:

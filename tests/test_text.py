@@ -221,6 +221,39 @@ def test_build_errors():
         TextEncoder.build([3])
 
 
+def test_the_vector_words_are_tokenized_once_per_list_and_give_the_same_vocabulary(monkeypatch):
+    """`extra_words` (a frozen-vector run's 400,000 GloVe words) are tested against the tokenizer once per word list
+    and lower-casing: a second build or trained-preset load reuses them, with the same words appended."""
+    vector_words = ["the", "cat", "Dog", "new york", "café", "<pad>", "", "cat", "sat", "mat", "don't", "日本"]
+    calls = []
+    original = text.tokenize
+
+    def counting(texts, **kwargs):
+        calls.append(len(texts))
+        return original(texts, **kwargs)
+
+    monkeypatch.setattr(text, "tokenize", counting)
+    monkeypatch.setattr(text, "_PRODUCIBLE_CACHE", type(text._PRODUCIBLE_CACHE)())
+    # each word alone, as the uncached rule: the tokenizer gives it back as one token
+    alone = [w for w in dict.fromkeys(vector_words) if w and w not in text.RESERVED_TOKENS
+             and [t.decode("utf-8") for t in original([w]).to_list()[0]] == [w]]
+    assert "new york" not in alone and "Dog" not in alone and "cat" in alone  # split / lower-cased / kept
+
+    first = TextEncoder.build(["a cat sat", "the mat"], extra_words=vector_words)
+    assert first.vocabulary == ["a", "cat", "mat", "sat", "the"] + [w for w in alone if w not in first.vocabulary[:5]]
+    tokenizer_calls = len(calls)
+    second = TextEncoder.build(["the dog"], extra_words=list(vector_words))  # an equal list, another object
+    assert len(calls) == tokenizer_calls + 1  # the training texts only; the vector words came from the cache
+    assert second.vocabulary == ["dog", "the"] + [w for w in alone if w not in ("dog", "the")]
+    assert text.with_vector_words(["mat"], vector_words) == ["mat"] + [w for w in alone if w != "mat"]
+    assert len(calls) == tokenizer_calls + 1
+    # another list, or the same list without lower-casing, is tokenized again
+    assert text.with_vector_words([], vector_words[:-1]) == [w for w in alone if w != "日本"]
+    assert text.with_vector_words([], vector_words, lowercase=False) == \
+        [w for w in dict.fromkeys(vector_words) if w in alone or w == "Dog"]
+    assert len(calls) == tokenizer_calls + 3
+
+
 def test_build_on_real_data_is_deterministic(data_dir):
     rows = read_tsv(data_dir / "trecqa" / "tsv" / "clean-dev.tsv")
     texts = list(dict.fromkeys(t for r in rows for t in (r["question"], r["answer"])))
