@@ -560,21 +560,161 @@ def to_onnx(saved_model_dir, output_dir=None, *, opset=MAX_ONNX_OPSET, atol=1e-4
                  metadata["signatures"][signatures.IDS_SIGNATURE].items()}
     input_signature = tuple(signatures.tensor_specs(ids_table))
     # the first output is the scores; others (response selection's `choice`) are checked against TensorFlow's too
-    output_name, *other_outputs = metadata["outputs"][signatures.IDS_SIGNATURE]
-    expected_names = sorted(spec.name for spec in input_signature)
+    output_names = list(metadata["outputs"][signatures.IDS_SIGNATURE])
     # tf2onnx's progress messages and TensorFlow's harmless "Issue encountered when serializing
     # table_initializer" warnings (the graph freezing meets the vocabulary table) are not for the user.
     loggers = [logging.getLogger(name) for name in ("tf2onnx", "tensorflow")]
     levels = [logger.level for logger in loggers]
     for logger in loggers:
         logger.setLevel(logging.ERROR)
+    stood_in = []
     try:
-        model_proto, _ = tf2onnx.convert.from_function(function, input_signature=input_signature, opset=opset)
-    except Exception as error:  # tf2onnx raises many kinds of errors
-        raise ExportVerificationError(f"tf2onnx could not convert {saved_model_dir}/serve_ids: {error}") from error
+        try:
+            model_proto, stood_in = _convert_with_stand_ins(tf2onnx, function, input_signature, opset)
+        except Exception:  # noqa: BLE001  (tf2onnx raises many kinds of errors) the usual conversion says why
+            model_proto, stood_in = None, []
+        if model_proto is not None:
+            try:
+                worst, count = _verify_onnx(model_proto, loaded, ids_table, input_signature, output_names, samples,
+                                            atol)
+            except ExportVerificationError:  # converted differently around a stand-in: convert the usual way
+                model_proto, stood_in = None, []
+        if model_proto is None:
+            try:
+                model_proto, _ = tf2onnx.convert.from_function(function, input_signature=input_signature,
+                                                               opset=opset)
+            except Exception as error:  # tf2onnx raises many kinds of errors
+                raise ExportVerificationError(f"tf2onnx could not convert {saved_model_dir}/serve_ids: "
+                                              f"{error}") from error
+            worst, count = _verify_onnx(model_proto, loaded, ids_table, input_signature, output_names, samples, atol)
     finally:
         for logger, level in zip(loggers, levels):
             logger.setLevel(level)
+    output_name, *other_outputs = output_names
+
+    with storage.writing(target):  # a full disk or a read-only folder: one line naming the folder
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = pathlib.Path(tempfile.mkdtemp(prefix=f".tmp-{target.name}-", dir=target.parent))
+        try:
+            staged = tmp / "onnx"
+            staged.mkdir()
+            (staged / ONNX_FILE).write_bytes(model_proto.SerializeToString())
+            # the assets a client needs to make the inputs (vocabulary, document frequencies), under their names
+            for asset in sorted((saved_model_dir / "assets").iterdir()):
+                if asset.is_file():
+                    shutil.copyfile(asset, staged / asset.name)
+            onnx_metadata = dict(metadata, onnx={
+                "opset": opset, "stood_in": stood_in, "signature": signatures.IDS_SIGNATURE, "max_abs_diff": worst, "num_samples": count,
+                "saved_model": str(saved_model_dir),
+                "inputs": {name: _describe_spec(spec) for name, spec in ids_table.items()},
+                "outputs": {name: _describe_spec(metadata["outputs"][signatures.IDS_SIGNATURE][name])
+                            for name in (output_name, *other_outputs)}})
+            (staged / "keras_match.json").write_text(json.dumps(onnx_metadata, indent=2) + "\n", encoding="utf-8")
+            if target.exists():
+                raise FileExistsError(f"{target} appeared while exporting")
+            os.rename(staged, target)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return OnnxExport(path=target / ONNX_FILE, opset=opset, max_abs_diff=worst, num_samples=count)
+
+
+ONNX_STAND_IN_BYTES = 1 << 20
+"""A constant of at least this many bytes that only embedding lookups (`GatherV2`, axis 0) read is converted to
+ONNX as a one-row stand-in and put back after the conversion (`_convert_with_stand_ins`)."""
+
+
+def _convert_with_stand_ins(tf2onnx, function, input_signature, opset):
+    """Convert `function` with tf2onnx with each large embedding matrix replaced by a one-row stand-in, then put
+    the matrices back into the ONNX initializers of the stand-ins.
+
+    tf2onnx copies the whole graph, constants included, for each of its optimizer passes: a 400,000-word GloVe
+    matrix (80 MB) made the conversion of a trained preset take 50-75 s and 6.5-8.4 GB of memory (measured on this
+    project's 2-core machine; `benchmarks/onnx_conversion.py`). The frozen graph is tf2onnx's own
+    (`tf2onnx.tf_loader.from_function`, as `tf2onnx.convert.from_function` makes it) and it is converted by
+    `tf2onnx.convert.from_graph_def`; a matrix is stood in for only when every reader of it is a `GatherV2` on
+    axis 0 that takes it as its params, and each distinct matrix gets a stand-in of its own value, so that
+    tf2onnx merges the stand-ins of one matrix read twice (a question and an answer encoder) as it merges the
+    matrix itself, and never two different matrices.
+
+    Returns:
+        `(model_proto, names)`: the converted model with the matrices back and the names of the constants stood
+        in for; `(None, [])` when the graph has no such constant, or when an initializer of a stand-in is not
+        found in the converted model (tf2onnx folded it into another constant). The caller verifies the model
+        and converts the usual way when it is refused.
+    """
+    from onnx import numpy_helper
+
+    concrete = function.get_concrete_function(*input_signature)
+    inputs = [t.name for t in concrete.inputs if t.dtype != tf.resource]
+    outputs = [t.name for t in concrete.outputs if t.dtype != tf.resource]
+    graph_def = tf2onnx.tf_loader.from_function(concrete, inputs, outputs)
+    readers = {}
+    for node in graph_def.node:
+        for position, source in enumerate(node.input):
+            readers.setdefault(source.split(":")[0].lstrip("^"), []).append((node, position))
+    constants = {node.name: node for node in graph_def.node}
+
+    def embedding_only(name):
+        found = readers.get(name, [])
+        return bool(found) and all(
+            node.op == "GatherV2" and position == 0 and not ("batch_dims" in node.attr and node.attr["batch_dims"].i)
+            and _constant_value(constants.get(node.input[2].split(":")[0])) == 0 for node, position in found)
+
+    values, stand_ins = {}, {}
+    for node in graph_def.node:
+        if node.op != "Const" or len(node.attr["value"].tensor.tensor_content) < ONNX_STAND_IN_BYTES:
+            continue
+        value = tf.make_ndarray(node.attr["value"].tensor)
+        if value.ndim != 2 or value.dtype.kind != "f" or not embedding_only(node.name):
+            continue
+        digest = (value.dtype.str, value.shape, node.attr["value"].tensor.tensor_content)
+        marker = stand_ins.setdefault(digest, np.full((1, value.shape[1]), 0.5 + len(stand_ins), value.dtype))
+        values[node.name] = (value, marker)
+        node.attr["value"].tensor.CopyFrom(tf.make_tensor_proto(marker))
+    if not values:
+        return None, []
+    renames = tf2onnx.convert.tensor_names_from_structed(concrete, inputs, outputs)
+    proto, _ = tf2onnx.convert.from_graph_def(graph_def, input_names=inputs, output_names=outputs, opset=opset,
+                                              tensors_to_rename=renames)
+    restored = set()
+    for index, initializer in enumerate(proto.graph.initializer):
+        name = initializer.name[:-2] if initializer.name.endswith(":0") else initializer.name
+        if name in values:
+            value, marker = values[name]
+            if not np.array_equal(numpy_helper.to_array(initializer), marker):
+                return None, []
+            proto.graph.initializer[index].CopyFrom(numpy_helper.from_array(value, initializer.name))
+            restored.add(name)
+    # a matrix read twice is one initializer after tf2onnx merged the equal stand-ins: each matrix is back once,
+    # and no stand-in is left under another name
+    markers = {values[name][1].tobytes() for name in values}
+    if {values[name][1].tobytes() for name in restored} != markers or any(
+            numpy_helper.to_array(initializer).tobytes() in markers for initializer in proto.graph.initializer
+            if list(initializer.dims)[:1] == [1]):
+        return None, []
+    return proto, sorted(restored)
+
+
+def _constant_value(node):
+    """The scalar value of a `Const` node, else None."""
+    if node is None or node.op != "Const":
+        return None
+    value = tf.make_ndarray(node.attr["value"].tensor)
+    return value.item() if value.size == 1 else None
+
+
+def _verify_onnx(model_proto, loaded, ids_table, input_signature, output_names, samples, atol):
+    """Check a converted model: only ONNX ops, loadable by onnxruntime, the `serve_ids` inputs and outputs, and
+    every sample's scores within `atol` of the SavedModel's. Returns `(max_abs_diff, num_samples)`.
+
+    Raises:
+        ExportVerificationError: a check failed (the message says which).
+        ValueError: a sample lacks an input of the table.
+    """
+    import onnx
+    import onnxruntime
+
+    output_name, *other_outputs = output_names
     problems = _onnx_problems(model_proto)
     if problems:
         raise ExportVerificationError(
@@ -587,8 +727,8 @@ def to_onnx(saved_model_dir, output_dir=None, *, opset=MAX_ONNX_OPSET, atol=1e-4
     except Exception as error:
         raise ExportVerificationError(f"onnxruntime cannot load the converted model: {error}") from error
     names = sorted(i.name for i in session.get_inputs())
-    if names != expected_names or sorted(o.name for o in session.get_outputs()) != sorted([output_name,
-                                                                                            *other_outputs]):
+    if names != sorted(spec.name for spec in input_signature) or \
+            sorted(o.name for o in session.get_outputs()) != sorted(output_names):
         raise ExportVerificationError(f"unexpected ONNX inputs {names} / outputs "
                                       f"{[o.name for o in session.get_outputs()]}")
     worst, count = 0.0, 0
@@ -619,31 +759,7 @@ def to_onnx(saved_model_dir, output_dir=None, *, opset=MAX_ONNX_OPSET, atol=1e-4
             f"the ONNX model's scores differ from TensorFlow's by up to {worst:.3g} (> {atol:g}) on {count} sample "
             "pairs; an op is converted with different semantics"
         )
-
-    with storage.writing(target):  # a full disk or a read-only folder: one line naming the folder
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = pathlib.Path(tempfile.mkdtemp(prefix=f".tmp-{target.name}-", dir=target.parent))
-        try:
-            staged = tmp / "onnx"
-            staged.mkdir()
-            (staged / ONNX_FILE).write_bytes(model_proto.SerializeToString())
-            # the assets a client needs to make the inputs (vocabulary, document frequencies), under their names
-            for asset in sorted((saved_model_dir / "assets").iterdir()):
-                if asset.is_file():
-                    shutil.copyfile(asset, staged / asset.name)
-            onnx_metadata = dict(metadata, onnx={
-                "opset": opset, "signature": signatures.IDS_SIGNATURE, "max_abs_diff": worst, "num_samples": count,
-                "saved_model": str(saved_model_dir),
-                "inputs": {name: _describe_spec(spec) for name, spec in ids_table.items()},
-                "outputs": {name: _describe_spec(metadata["outputs"][signatures.IDS_SIGNATURE][name])
-                            for name in (output_name, *other_outputs)}})
-            (staged / "keras_match.json").write_text(json.dumps(onnx_metadata, indent=2) + "\n", encoding="utf-8")
-            if target.exists():
-                raise FileExistsError(f"{target} appeared while exporting")
-            os.rename(staged, target)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-    return OnnxExport(path=target / ONNX_FILE, opset=opset, max_abs_diff=worst, num_samples=count)
+    return worst, count
 
 
 def _describe_spec(spec):

@@ -180,6 +180,90 @@ def test_unconvertible_ops_are_caught(tmp_path):
     assert not (tmp_path / "onnx" / "1").exists()
 
 
+def test_a_frozen_glove_matrix_is_converted_as_a_stand_in_and_put_back_whole(exported, run):
+    """The run's 400,000-word frozen GloVe matrix reached ONNX through a one-row stand-in (`to_onnx` records it)
+    and is back in the model whole: the initializer holds the Keras model's matrix exactly."""
+    import onnx
+    from onnx import numpy_helper
+
+    folder = exported / "onnx" / "1"
+    stood_in = json.loads((folder / "keras_match.json").read_text())["onnx"]["stood_in"]
+    assert len(stood_in) == 1 and stood_in[0].endswith("GatherV2/ReadVariableOp")  # one matrix, read twice
+    model = onnx.load(str(folder / "model.onnx"))
+    matrices = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer
+                if i.name.split(":")[0] in stood_in}
+    assert len(matrices) == 1
+    (matrix,) = matrices.values()
+    frozen = [w.numpy() for w in run.model.weights if tuple(w.shape) == matrix.shape]
+    assert matrix.shape[0] == run.preprocessor.vocab_size and any(np.array_equal(matrix, w) for w in frozen)
+
+
+def _tiny_export(run, tmp_path, shared):
+    """A tiny pair model (`_tiny_model`, or one embedding read by both inputs with `shared`), exported."""
+    import keras
+
+    if shared:
+        inputs = {name: keras.Input((None,), dtype="int32", name=name) for name in ("question", "answer")}
+        embedding = keras.layers.Embedding(run.preprocessor.vocab_size, 4)
+        pooled = [keras.layers.GlobalAveragePooling1D()(embedding(x)) for x in inputs.values()]
+        head = keras.layers.Dense(2, activation="softmax", name="relevance_probabilities")
+        model = keras.Model(inputs, head(keras.layers.Concatenate()(pooled)))
+    else:
+        model = _tiny_model(run.preprocessor.vocab_size)
+    rng = np.random.default_rng(0)
+    for weight in model.weights:
+        weight.assign(rng.normal(0, 1, tuple(weight.shape)).astype("float32"))
+    preprocessor = PairPreprocessor(run.preprocessor.encoder, max_question_length=6, max_answer_length=6)
+    return model, export.saved_model(model, tmp_path, warmup=False, preprocessor=preprocessor)
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["two matrices", "one matrix read twice"])
+def test_each_embedding_matrix_gets_its_own_stand_in(run, tmp_path, shared):
+    """Two different embedding matrices stay two (each put back with its own values); one matrix that both
+    inputs read is put back once, as tf2onnx merges the matrix itself. The scores are the Keras model's."""
+    import onnx
+    import onnxruntime
+    from onnx import numpy_helper
+
+    model, version = _tiny_export(run, tmp_path, shared)
+    made = export.to_onnx(version)
+    stood_in = json.loads((made.path.parent / "keras_match.json").read_text())["onnx"]["stood_in"]
+    matrices = [numpy_helper.to_array(i) for i in onnx.load(str(made.path)).graph.initializer
+                if i.name.split(":")[0] in stood_in]
+    embeddings = [w.numpy() for w in model.weights if tuple(w.shape) == (run.preprocessor.vocab_size, 4)]
+    assert len(stood_in) == len(matrices) == len(embeddings) == (1 if shared else 2)
+    assert all(any(np.array_equal(m, e) for m in matrices) for e in embeddings)
+    ids = pipeline.encode(PairPreprocessor(run.preprocessor.encoder, 6, 6), {"question": QUESTIONS, "answer": ANSWERS})
+    session = onnxruntime.InferenceSession(str(made.path), providers=["CPUExecutionProvider"])
+    (scores,) = session.run(["score"], ids)
+    np.testing.assert_allclose(scores, model.predict(ids, verbose=0)[:, 1], atol=1e-5)
+
+
+def test_a_refused_stand_in_conversion_falls_back_to_the_usual_one(run, tmp_path, monkeypatch):
+    """A stand-in model that fails the verification (here: a matrix put back damaged) is dropped, and the model
+    converted the usual way, the whole graph through tf2onnx, still verified."""
+    from onnx import numpy_helper
+
+    real = export._convert_with_stand_ins
+    refused = []
+
+    def damaged(*args):
+        proto, names = real(*args)
+        for index, initializer in enumerate(proto.graph.initializer):
+            if initializer.name.split(":")[0] in names:
+                array = numpy_helper.to_array(initializer) + 1.0
+                proto.graph.initializer[index].CopyFrom(numpy_helper.from_array(array, initializer.name))
+        refused.append(names)
+        return proto, names
+
+    monkeypatch.setattr(export, "_convert_with_stand_ins", damaged)
+    model, version = _tiny_export(run, tmp_path, shared=False)
+    made = export.to_onnx(version)
+    assert len(refused) == 1 and len(refused[0]) == 2  # the stand-in model was made, then refused
+    assert json.loads((made.path.parent / "keras_match.json").read_text())["onnx"]["stood_in"] == []
+    assert made.max_abs_diff <= 1e-4
+
+
 @pytest.mark.parametrize("width, overlap, message", [
     (2, True, "takes a 'features' input of width 2; its preprocessor makes width 4"),
     (4, False, r"takes inputs \['answer', 'features', 'question'\]; its preprocessor makes \['answer', 'question'\]"),

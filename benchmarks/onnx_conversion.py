@@ -1,0 +1,101 @@
+"""Time and memory of converting trained presets to ONNX, with and without the embedding stand-ins; prints JSON.
+
+`keras_match.export.to_onnx` converts a SavedModel's `serve_ids` with tf2onnx. tf2onnx copies the whole graph,
+constants included, for each of its optimizer passes, so a model with frozen GloVe vectors (a 400,000 x 50
+matrix, 80 MB) took most of a minute and several GB to convert. `to_onnx` now converts such a model with a
+one-row stand-in for each embedding matrix and puts the matrices back afterwards
+(`keras_match.export._convert_with_stand_ins`, verified on the same samples as before, the usual conversion when
+the stand-in conversion is refused). This script measures both ways for each preset: the preset is loaded and
+exported as a SavedModel once, then each conversion runs in a fresh process (so that the peak resident memory is
+the conversion's: the process imports TensorFlow, loads the SavedModel, converts and verifies), and reports the
+wall time of `to_onnx`, the process's peak RSS, the model's size, the largest score difference from TensorFlow,
+and the largest difference between the two ONNX models' outputs on the verification samples.
+
+    python benchmarks/onnx_conversion.py [PRESET ...] > benchmarks/results/export/onnx_conversion.json
+
+Default: every shipped preset (`keras_match.presets.trained()`). Needs the `onnx` and `glove` extras, no data.
+Numbers are from whatever CPU runs it (the JSON's provenance records the machine and its load average).
+"""
+
+import argparse
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+
+import numpy as np
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+CHILD = textwrap.dedent(
+    """
+    import json, pathlib, resource, sys, time
+    import numpy as np
+    from keras_match import export
+    version, target, way = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]), sys.argv[3]
+    if way == "usual":
+        export.ONNX_STAND_IN_BYTES = float("inf")  # no constant is stood in for: tf2onnx converts the whole graph
+    started = time.perf_counter()
+    made = export.to_onnx(version, target)
+    seconds = time.perf_counter() - started
+    import onnxruntime
+    session = onnxruntime.InferenceSession(str(made.path), providers=["CPUExecutionProvider"])
+    outputs = []
+    for sample in export.sample_inputs(export.read_metadata(version)):
+        feeds = {spec.name: np.asarray(sample[spec.name]) for spec in session.get_inputs()}
+        outputs.append(session.run(None, feeds)[0].tolist())
+    stood_in = json.loads((made.path.parent / "keras_match.json").read_text())["onnx"]["stood_in"]
+    print(json.dumps({"to_onnx_seconds": round(seconds, 2), "max_abs_diff": made.max_abs_diff,
+                      "model_bytes": made.path.stat().st_size, "stood_in": stood_in,
+                      "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+                      "outputs": outputs}))
+    """
+)
+
+
+def convert(version: pathlib.Path, target: pathlib.Path, way: str) -> dict:
+    """One conversion in a fresh process: its figures (the outputs on the samples kept for the comparison)."""
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", CHILD, str(version), str(target), way], capture_output=True,
+                          text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    if done.returncode != 0:
+        raise SystemExit(f"the {way} conversion of {version} failed: {done.stderr[-2000:]}")
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result["process_seconds"] = round(time.perf_counter() - started, 2)
+    return result
+
+
+def main(argv=None):
+    from keras_match import export, presets, provenance
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("presets", nargs="*", help="preset names (default: every shipped preset)")
+    args = parser.parse_args(argv)
+    names = args.presets or presets.trained()
+    started = time.time()
+    load_average = os.getloadavg()
+    rows = {}
+    with tempfile.TemporaryDirectory() as work:
+        work = pathlib.Path(work)
+        for index, name in enumerate(names):
+            print(f"[{index + 1}/{len(names)}] {name}", file=sys.stderr, flush=True)
+            version = export.saved_model(presets.load_preset(name), work / f"export-{index}", warmup=False)
+            ways = {way: convert(version, work / f"onnx-{index}-{way}", way) for way in ("stand_ins", "usual")}
+            outputs = {way: ways[way].pop("outputs") for way in ways}
+            between = max(float(np.max(np.abs(np.asarray(a) - np.asarray(b)), initial=0.0))
+                          for a, b in zip(outputs["stand_ins"], outputs["usual"]))
+            rows[name] = dict(ways, max_abs_diff_between_the_two=between)
+    result = {
+        "presets": rows,
+        "provenance": provenance.collect(started, load_average_at_start=[round(x, 2) for x in load_average]),
+    }
+    print(json.dumps(result, indent=2))
+    return result
+
+
+if __name__ == "__main__":
+    main()
