@@ -317,6 +317,27 @@ def carnn_dialog_task6():
     return "\n".join(lines)
 
 
+def carnn_dialog_babi():
+    """`carnn_dialog_i` on dialog bAbI tasks 1-5 (benchmarks/ablations/carnn_dialog_babi.json): dev, test and the
+    task's OOV test split (scored as transfer, without training), per-response and per-dialog accuracy. The CARNN
+    paper reports task 6 only, so there is no paper column."""
+    from summarize import cell
+
+    lines = ["| model | task | seeds | dev per-response | test per-response | test per-dialog | OOV test per-response "
+             "| OOV test per-dialog | epochs | wall s |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for (name, label), group in _groups(_files("carnn_dialog_babi/*-s*.json")).items():
+        runs = group["runs"]
+        oov = sorted({split for r in runs for split in (r.get("transfer") or {}) if split.endswith(":test-oov")})
+        if len(oov) != 1:
+            raise TableError(f"{name} ({label}): expected one OOV test split among the transfer splits, found {oov}")
+
+        lines.append(f"| `{name}` | {label} | {_seeds(runs)} | {_mean(runs, 'dev', 'per_response_accuracy')} | "
+                     f"{_mean(runs, 'test', 'per_response_accuracy')} | {_mean(runs, 'test', 'per_dialog_accuracy')} | "
+                     f"{_mean(runs, oov[0], 'per_response_accuracy')} | {_mean(runs, oov[0], 'per_dialog_accuracy')} | "
+                     f"{cell([r['epochs_run'] for r in runs], 1)} | {_wall(runs)} |")
+    return "\n".join(lines)
+
+
 def contextual_lm():
     """The contextual language model of the CARNN paper (section 4.2) against the same model without context and a
     plain LSTM LM, on dialog bAbI task 6's utterances (benchmarks/contextual_lm.py, `contextual_lm/*.json`): test
@@ -414,6 +435,7 @@ TABLES = {
     "coupled-lstm-ranking": coupled_lstm_ranking,
     "iwan-trecqa": iwan_trecqa,
     "carnn-dialog-task6": carnn_dialog_task6,
+    "carnn-dialog-babi": carnn_dialog_babi,
     "contextual-lm": contextual_lm,
     "shipped-presets": shipped_presets,
 }

@@ -202,3 +202,32 @@ def test_a_typed_figure_beside_a_result_file_that_does_not_hold_it_is_caught(tmp
     numbers = list(_numbers(json.loads((folder / "r.json").read_text())))
     assert _found("0.761", numbers) and _found("81.5", numbers)  # rounded, or as a percentage
     assert not _found("0.751", numbers) and not _found("0.76", [0.7549])
+
+
+def test_the_dialog_babi_table_shows_each_task_with_its_own_oov_test_split(tmp_path, monkeypatch):
+    """Each row of `carnn-dialog-babi` takes its OOV figures from its own task's `test-oov` transfer split; a row
+    whose runs were scored on no OOV split (or on two) is refused, not shown with empty cells."""
+    module = _tables()
+    committed = REPO / "benchmarks" / "results" / "carnn_dialog_babi" / "00-s1234.json"
+    result = json.loads(committed.read_text())
+    (entry, record), = result.items()
+    run = record["runs"][0]
+    folder = tmp_path / "carnn_dialog_babi"
+    folder.mkdir()
+    (folder / "00-s1234.json").write_text(json.dumps(result))
+    second = json.loads(json.dumps(result))  # another task's row, its OOV figures changed
+    second[entry]["label"] = "task 2 (updating API calls)"
+    second[entry]["runs"][0]["transfer"] = {"dialog-babi-task2:test-oov": {"per_response_accuracy": 0.25,
+                                                                          "per_dialog_accuracy": 0.125}}
+    (folder / "01-s1234.json").write_text(json.dumps(second))
+    monkeypatch.setattr(module, "RESULTS", tmp_path)
+    lines = module.carnn_dialog_babi().splitlines()
+    assert len(lines) == 4
+    oov = run["transfer"]["dialog-babi-task1:test-oov"]
+    assert f"| {run['test']['per_response_accuracy']:.3f} | {run['test']['per_dialog_accuracy']:.3f} | " \
+           f"{oov['per_response_accuracy']:.3f} | {oov['per_dialog_accuracy']:.3f} |" in lines[2]
+    assert lines[3].split(" | ")[1] == "task 2 (updating API calls)" and "| 0.250 | 0.125 |" in lines[3]
+    second[entry]["runs"][0]["transfer"] = {}
+    (folder / "01-s1234.json").write_text(json.dumps(second))
+    with pytest.raises(module.TableError, match=r"task 2 .*expected one OOV test split.*found \[\]"):
+        module.carnn_dialog_babi()
