@@ -628,8 +628,9 @@ def _convert_with_stand_ins(tf2onnx, function, input_signature, opset):
     the matrices back into the ONNX initializers of the stand-ins.
 
     tf2onnx copies the whole graph, constants included, for each of its optimizer passes: a 400,000-word GloVe
-    matrix (80 MB) made the conversion of a trained preset take 50-75 s and 6.5-8.4 GB of memory (measured on this
-    project's 2-core machine; `benchmarks/onnx_conversion.py`). The frozen graph is tf2onnx's own
+    matrix (80 MB) made the conversion of a trained preset take 55-81 s and 4.2-9.6 GB of memory, and 13-35 s and
+    about 3.1 GB with the stand-ins (this project's 2-core machine, `benchmarks/onnx_conversion.py`, file
+    `benchmarks/results/export/onnx_conversion.json`). The frozen graph is tf2onnx's own
     (`tf2onnx.tf_loader.from_function`, as `tf2onnx.convert.from_function` makes it) and it is converted by
     `tf2onnx.convert.from_graph_def`; a matrix is stood in for only when every reader of it is a `GatherV2` on
     axis 0 that takes it as its params, and each distinct matrix gets a stand-in of its own value, so that
@@ -638,9 +639,9 @@ def _convert_with_stand_ins(tf2onnx, function, input_signature, opset):
 
     Returns:
         `(model_proto, names)`: the converted model with the matrices back and the names of the constants stood
-        in for; `(None, [])` when the graph has no such constant, or when an initializer of a stand-in is not
-        found in the converted model (tf2onnx folded it into another constant). The caller verifies the model
-        and converts the usual way when it is refused.
+        in for; `(None, [])` when the graph has no such constant, when a stand-in's initializer is not found in
+        the converted model (tf2onnx folded it into another constant), or when a stand-in is left under another
+        name. The caller verifies the model and converts the usual way when it is refused.
     """
     from onnx import numpy_helper
 
