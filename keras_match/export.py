@@ -604,7 +604,8 @@ def to_onnx(saved_model_dir, output_dir=None, *, opset=MAX_ONNX_OPSET, atol=1e-4
                 if asset.is_file():
                     shutil.copyfile(asset, staged / asset.name)
             onnx_metadata = dict(metadata, onnx={
-                "opset": opset, "stood_in": stood_in, "signature": signatures.IDS_SIGNATURE, "max_abs_diff": worst, "num_samples": count,
+                "opset": opset, "stood_in": stood_in, "signature": signatures.IDS_SIGNATURE, "max_abs_diff": worst,
+                "num_samples": count,
                 "saved_model": str(saved_model_dir),
                 "inputs": {name: _describe_spec(spec) for name, spec in ids_table.items()},
                 "outputs": {name: _describe_spec(metadata["outputs"][signatures.IDS_SIGNATURE][name])
