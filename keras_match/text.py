@@ -668,12 +668,12 @@ def _producible_words(words: Iterable[str], known: set, lowercase: bool, batch_s
                 seen.add(word)
                 candidates.append(word)
         cached = (words, tuple(_tokenized_alone(candidates, lowercase, batch_size)))
-        if key is None:
-            return [word for word in cached[1] if word not in known]
-        _PRODUCIBLE_CACHE[key] = cached
-        while len(_PRODUCIBLE_CACHE) > _PRODUCIBLE_CACHE_SIZE:
-            _PRODUCIBLE_CACHE.popitem(last=False)
-    _PRODUCIBLE_CACHE.move_to_end(key)
+        if key is not None:
+            _PRODUCIBLE_CACHE[key] = cached
+            while len(_PRODUCIBLE_CACHE) > _PRODUCIBLE_CACHE_SIZE:
+                _PRODUCIBLE_CACHE.popitem(last=False)
+    elif key is not None:
+        _PRODUCIBLE_CACHE.move_to_end(key)
     return [word for word in cached[1] if word not in known]
 
 
