@@ -4,9 +4,10 @@ Each shipped preset must load in a fresh process with no data folder (no `$KERAS
 folder; the `glove` extra installed) and score its benchmark's test split with the figures its `metadata.json`
 records, to 1e-6 (the test split's texts come from the data folder of this process, which also computes the
 figures; the fresh process sees only the texts); its SavedModel and ONNX exports, written in that process, must
-give the Keras model's scores on the split's first 1,024 rows (the whole split for a smaller one); a damaged copy (a truncated weights file, a vocabulary of another size) must be
-refused in one line naming the file; the files must be in the package data and within the size limits
-(benchmarks/ship_presets.py: 8 MB a weights file, 40 MB in all).
+give the Keras model's scores on the split's first `PARITY_ROWS` rows (the whole split for a smaller one); a
+damaged copy (a truncated weights file, a vocabulary of another size) must be refused in one line naming the file;
+the files must be in the package data and within the size limits (benchmarks/ship_presets.py: 8 MB a weights
+file, 40 MB in all).
 
 One fresh process per shipped preset does the loading, scoring and both exports (`import tensorflow`, rebuilding
 the 400,000-word GloVe matrix and the ONNX conversion cost most of its time); two of them run at once, one at
@@ -34,6 +35,9 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 SHIPPED = presets.trained()
 MAX_WEIGHTS_BYTES = 8_000_000
 MAX_SHIPPED_BYTES = 40_000_000
+PARITY_ROWS = 1024
+"""The exports score the test split's first rows (scoring whole splits three times made the grid model's SICK
+preset take 200 s); the Keras model scores all of them."""
 
 pytestmark = pytest.mark.skipif(not SHIPPED, reason="the package ships no trained preset")
 
@@ -58,9 +62,9 @@ CHILD = textwrap.dedent(
     import json, pathlib, sys
     import numpy as np
     name, texts_file, out = sys.argv[1], pathlib.Path(sys.argv[2]), pathlib.Path(sys.argv[3])
+    PARITY_ROWS = int(sys.argv[4])  # the parent's: the exports score the split's first rows
     CHUNK = 256  # the exports score the split in batches: all of SemEval's 2,440 pairs in one ONNX Runtime call
     # took 12 GB (CTRN's 100-token inputs, 512 filters) and was killed for memory beside the rest of the suite
-    PARITY_ROWS = 1024  # the exports score the split's first rows; the Keras model scores all of them
     from keras_match import export, pipeline, presets, signatures
 
     texts = json.loads(texts_file.read_text(encoding="utf-8"))
@@ -123,7 +127,8 @@ def _start_fresh_process(name, data_dir, work):
     env = {key: value for key, value in os.environ.items()
            if key not in ("KERAS_MATCH_DATA", "KERAS_MATCH_EMBEDDINGS")}
     env.update(HOME=str(home), TF_CPP_MIN_LOG_LEVEL="3")
-    child = subprocess.Popen([sys.executable, "-c", CHILD, name, str(work / "texts.json"), str(work)],
+    child = subprocess.Popen([sys.executable, "-c", CHILD, name, str(work / "texts.json"), str(work),
+                              str(PARITY_ROWS)],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=work)
     return {"name": name, "task": task, "examples": examples, "count": len(texts[next(iter(texts))]),
             "work": work, "home": home, "child": child}
@@ -202,10 +207,8 @@ def test_the_saved_model_and_onnx_exports_of_a_shipped_preset_give_the_keras_sco
     served = np.asarray(task.serving_outputs(head, keras_outputs)[scored["served_output"]])
     converted = np.asarray(task.serving_outputs(head, keras_outputs, numeric_only=True)[scored["onnx_output"]])
     assert served.shape[0] == converted.shape[0] == scored["count"]
-    # the exports scored the split's first rows (the child's PARITY_ROWS, 1,024: scoring whole splits three times
-    # made the grid model's SICK preset take 200 s), the Keras model all of them
-    rows = len(scored["outputs"]["saved_model"])
-    assert rows == len(scored["outputs"]["onnx"]) == min(1024, scored["count"])
+    rows = len(scored["outputs"]["saved_model"])  # the exports scored the first PARITY_ROWS, Keras all of them
+    assert rows == len(scored["outputs"]["onnx"]) == min(PARITY_ROWS, scored["count"])
     served, converted = served[:rows], converted[:rows]
     # the SavedModel tokenizes in-graph (tf.string in), ONNX reads the same token ids as the Keras model
     np.testing.assert_allclose(scored["outputs"]["saved_model"], served, atol=1e-5, rtol=0)
