@@ -48,7 +48,9 @@ def set_command(argv) -> None:
 
 def command_line(argv=None) -> str:
     """The command as typed: the `keras-match` command being run (`set_command`), else this process's:
-    `keras-match ...` for the console script, `python ARGV...` otherwise."""
+    `keras-match ...` for the console script, `python ARGV...` otherwise. A script of this checkout given by its
+    absolute path (`benchmarks/ablation.py` starts `reproduce.py` so) is named from the checkout's root
+    (`python benchmarks/reproduce.py ...`), the command a clone runs; other paths are kept as given."""
     if argv is None and _COMMAND[0] is not None:
         return _COMMAND[0]
     argv = list(sys.argv if argv is None else argv)
@@ -56,6 +58,8 @@ def command_line(argv=None) -> str:
         return shlex.join(["keras-match", *argv[1:]])
     if argv and argv[0] == "-m":
         return shlex.join(["python", *argv])
+    if argv and Path(argv[0]).is_absolute() and Path(argv[0]).resolve().is_relative_to(_ROOT):
+        argv[0] = Path(argv[0]).resolve().relative_to(_ROOT).as_posix()
     return shlex.join(["python", *argv]) if argv else ""
 
 

@@ -1,6 +1,7 @@
 """A run's `metrics.json` says what made it (`keras_match.provenance`)."""
 
 import json
+import pathlib
 import subprocess
 
 import pytest
@@ -36,6 +37,14 @@ def test_command_line_as_typed():
         "keras-match train mcan_fm --set head=score")
     assert provenance.command_line(["benchmarks/reproduce.py", "ctrn", "--seeds", "1", "2"]) == (
         "python benchmarks/reproduce.py ctrn --seeds 1 2")
+
+
+def test_a_script_of_the_checkout_given_by_its_absolute_path_is_named_from_the_checkout_root(tmp_path):
+    script = pathlib.Path(provenance.__file__).resolve().parent.parent / "benchmarks" / "reproduce.py"
+    assert provenance.command_line([str(script), "ctrn", "--seeds", "1"]) == (
+        "python benchmarks/reproduce.py ctrn --seeds 1")  # as ablation.py starts it, from any checkout
+    elsewhere = tmp_path / "benchmarks" / "reproduce.py"
+    assert provenance.command_line([str(elsewhere), "ctrn"]) == f"python {elsewhere} ctrn"
 
 
 def test_dirty_means_the_code_differs_from_its_commit_not_the_result_files(tmp_path, monkeypatch):
