@@ -63,8 +63,10 @@ CHILD = textwrap.dedent(
     import numpy as np
     name, texts_file, out = sys.argv[1], pathlib.Path(sys.argv[2]), pathlib.Path(sys.argv[3])
     PARITY_ROWS = int(sys.argv[4])  # the parent's: the exports score the split's first rows
-    CHUNK = 256  # the exports score the split in batches: all of SemEval's 2,440 pairs in one ONNX Runtime call
-    # took 12 GB (CTRN's 100-token inputs, 512 filters) and was killed for memory beside the rest of the suite
+    CHUNK = 64  # the exports score the split in batches: all of SemEval's 2,440 pairs in one ONNX Runtime call
+    # took 12 GB (CTRN's 100-token inputs, 512 filters) and was killed for memory beside the rest of the suite;
+    # batches of 256 SICK pairs (40 x 40 grids) through the LC-LSTMs Loop took this child to 12.3 GB, batches of
+    # 64 to 5.1 GB (the Keras model's predict before them: 3.1 GB)
     from keras_match import export, pipeline, presets, signatures
 
     texts = json.loads(texts_file.read_text(encoding="utf-8"))
