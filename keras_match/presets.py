@@ -277,6 +277,9 @@ def _card(config, metadata, notes) -> str:
                      + " | ".join(_figure(reported.get(key)) for key in columns) + " |")
         if reported.get("embeddings"):
             lines += ["", f"The paper's word vectors: {reported['embeddings']}."]
+    else:  # the paper has no figure on this benchmark: say so, with the entry's note on what it reports instead
+        why = ((preset.get("notes") or {}).get("reported") or "").strip()
+        lines += ["", f"The paper reports no figure on {benchmark}" + (f": {why}" if why else ".")]
     weights = metadata.get("weights") or {}
     if weights.get("dtype") == "float16":
         lines += ["", _float16_text(metadata)]

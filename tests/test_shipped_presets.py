@@ -234,6 +234,13 @@ def test_a_shipped_preset_is_complete_within_the_limits_and_says_what_made_it(na
     if metadata["weights"]["dtype"] == "float16":
         assert metadata["weights"]["max_abs_difference"] <= 0.002
         assert "The weights are stored in float16" in card
+    # the figures beside the paper's, or why the paper has none on this benchmark (its entry's note)
+    paper_row = "\n| paper (" in card
+    no_figure = f"The paper reports no figure on {dataset}: "
+    assert paper_row != (no_figure in card), name
+    if not paper_row:
+        note = zoo.describe(entry)["notes"]["reported"]
+        assert card.count(no_figure + note) == 1, name
 
 
 def test_every_file_of_the_shipped_presets_is_package_data():
