@@ -154,6 +154,39 @@ def test_encode_accepts_invalid_utf8_as_replacement_characters(preprocessor):
     assert np.all(from_bytes["question"][:, 0] != 0)
 
 
+def test_encode_traces_the_preprocessor_once_and_again_when_its_state_changes(training_texts, examples):
+    texts = {key: value[:50] for key, value in examples.texts.items()}
+    preprocessor = PairPreprocessor(text.TextEncoder.build(training_texts), max_question_length=MAX_Q,
+                                    max_answer_length=MAX_A)
+    first = pipeline.encode(preprocessor, texts)
+    function = pipeline.encoding_function(preprocessor)
+    for _ in range(3):
+        again = pipeline.encode(preprocessor, texts, batch_size=16)  # other batch sizes: the same trace
+        for key in first:
+            np.testing.assert_array_equal(again[key], first[key])
+    assert function.experimental_get_tracing_count() == 1
+    assert pipeline.encoding_function(preprocessor) is function
+
+    # a new vocabulary (the same words reversed): new ids, not the cached graph's
+    preprocessor.set_vocabulary(list(reversed(preprocessor.encoder.vocabulary)))
+    renumbered = pipeline.encode(preprocessor, texts)
+    np.testing.assert_array_equal(renumbered["question"], preprocessor(texts)["question"].numpy())
+    assert (renumbered["question"] != first["question"]).any()
+    # a shorter truncation length set on the object: the new width
+    preprocessor.max_answer_length = 5
+    assert pipeline.encode(preprocessor, texts)["answer"].shape == (50, 5)
+    assert pipeline.encoding_function(preprocessor) is not function
+
+    # the cached function does not keep its preprocessor alive
+    import gc
+    import weakref
+
+    gone = weakref.ref(preprocessor)
+    del preprocessor, function
+    gc.collect()
+    assert gone() is None
+
+
 # ---- training_dataset ---------------------------------------------------------------------------------------
 
 
