@@ -124,7 +124,11 @@ def test_a_damaged_run_file_is_named_and_fails_with_status_1(trained_run, tmp_pa
     import re
 
     copy = _copy_run(trained_run, tmp_path)
-    _truncate(copy / name)
+    if name == "vocabulary.txt":  # cut after a whole line: a cut inside a word leaves a word that may repeat
+        lines = (copy / name).read_bytes().split(b"\n")  # an earlier one ('c' of 'cat'), named as a duplicate
+        (copy / name).write_bytes(b"\n".join(lines[: len(lines) // 2]) + b"\n")
+    else:
+        _truncate(copy / name)
     assert cli.main(["predict", str(copy), "--question", "who ?", "--answer", "me ."]) == 1
     line = _one_line(capsys)
     assert f"{copy / name} is damaged: its sha256 is not the one the run wrote (files.sha256)" in line
