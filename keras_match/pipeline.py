@@ -20,6 +20,7 @@ order (`Preprocessor.SEQUENCE_INPUTS`); nothing here names a text.
 from __future__ import annotations
 
 import dataclasses
+import json
 import weakref
 
 import numpy as np
@@ -109,8 +110,6 @@ def encoding_function(preprocessor):
     one pair; the function is kept while the preprocessor lives and traced again when what the graph reads
     changes: its config (truncation lengths, switches) or its `trackables()` (a new vocabulary or document
     frequencies, `set_vocabulary`, `extend_vocabulary`)."""
-    import json
-
     trackables = list(preprocessor.trackables())
     state = (json.dumps(preprocessor.get_config(), sort_keys=True, default=str), tuple(map(id, trackables)))
     cached = _ENCODING_FUNCTIONS.get(preprocessor)
