@@ -46,17 +46,10 @@ def benchmark_module(name):
     return module
 
 
-def train_args(data_dir, run_dir, *extra, vector_words=2000):
-    """`keras-match train` arguments for a short real TrecQA run (12 training questions) with the default vectors.
-
-    `vector_words`: how many of the vector file's words join the training words (`max_vocabulary`); None: all
-    71,124 of the filtered file the tests read (`$KERAS_MATCH_EMBEDDINGS` above). Capped by default: the run folder
-    is 1.6 MB instead of 15 MB (a 3-epoch run 30.4 s against 31.3 s on one core here: the time is nearly all
-    tracing and training). The session's `trained_run` keeps them all (the preset tests check that a preset leaves
-    such a frozen matrix out)."""
-    cap = [] if vector_words is None else ["--set", f"max_vocabulary={vector_words}"]
+def train_args(data_dir, run_dir, *extra):
+    """`keras-match train` arguments for a short real TrecQA run (12 training questions)."""
     return ["train", "mcan_fm", "--dataset", "trecqa-clean", "--data-dir", str(data_dir),
-            "--max-train-questions", "12", "--run-dir", str(run_dir), *SMALL_MCAN, *cap, *extra]
+            "--max-train-questions", "12", "--run-dir", str(run_dir), *SMALL_MCAN, *extra]
 
 
 @pytest.fixture(scope="session")
@@ -65,5 +58,5 @@ def trained_run(data_dir, tmp_path_factory):
     from keras_match import cli
 
     run_dir = tmp_path_factory.mktemp("runs") / "mcan_fm"
-    assert cli.main(train_args(data_dir, run_dir, "--epochs", "1", vector_words=None)) == 0
+    assert cli.main(train_args(data_dir, run_dir, "--epochs", "1")) == 0
     return run_dir

@@ -83,7 +83,7 @@ def test_the_same_command_with_the_same_seed_gives_the_same_figures(trained_run,
     from keras_match import cli
 
     again = tmp_path / "again"
-    assert cli.main(train_args(data_dir, again, "--epochs", "1", vector_words=None)) == 0
+    assert cli.main(train_args(data_dir, again, "--epochs", "1")) == 0
     first = json.loads((trained_run / "metrics.json").read_text())
     second = json.loads((again / "metrics.json").read_text())
     for split in ("dev", "test"):

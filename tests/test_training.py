@@ -78,7 +78,7 @@ def test_predict_ranks_raw_answers(trained_run, loaded_run, capsys):
 
 
 def test_finished_run_is_not_overwritten(trained_run, data_dir, capsys):
-    assert cli.main(_train_args(data_dir, trained_run, "--epochs", "1", vector_words=None)) == 2
+    assert cli.main(_train_args(data_dir, trained_run, "--epochs", "1")) == 2
     assert "finished run" in capsys.readouterr().err
 
 
