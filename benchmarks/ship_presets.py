@@ -116,16 +116,26 @@ def summary(figures: dict) -> str:
     return ", ".join(f"{figure_name(key)} {figures[key]:.4f}" for key in presets.FIGURES if key in figures)
 
 
-def portable(command: str) -> str:
+def portable(command: str, runs: str | None = None) -> str:
     """`command` as anyone can run it from a clone: a script given by an absolute path (`/somewhere/benchmarks/
-    reproduce.py`) by its path in the repository, and without this machine's `--runs DIR` and `--replace`."""
+    reproduce.py`) by its path in the repository, and without this machine's `--runs DIR` and `--replace`; with
+    `runs`, an absolute `--out DIR` (a run folder of the machine that trained it) becomes `runs`, the folder
+    `ablation.py --out OUT` trains its seeds in (`OUT/runs`)."""
     words, kept = shlex.split(command), []
-    skip = False
+    skip = out_value = False
     for word in words:
         if skip:
             skip = False
+        elif out_value:
+            out_value = False
+            kept.append(runs if word.startswith("/") else word)
         elif word == "--runs":
             skip = True
+        elif word == "--out" and runs is not None:
+            kept.append(word)
+            out_value = True
+        elif runs is not None and word.startswith("--out=/"):
+            kept.append(f"--out={runs}")
         elif word != "--replace" and not word.startswith("--runs="):
             kept.append("benchmarks/" + word.rsplit("/benchmarks/", 1)[1]
                         if word.startswith("/") and "/benchmarks/" in word else word)
@@ -144,7 +154,7 @@ def card_notes(*, command, out, plan, row, label, entry, chosen, seeds, key, dat
         f"**Seed {chosen['seed']}** of the {len(seeds)} seeds trained with these settings: the best by dev {name}, "
         f"the figure the seeds are chosen by (the test split took no part in the choice). The seeds: {listed}.",
         "",
-        f"Rebuild the run: `{portable(run_command)}` (the seed's own command, from its result file's provenance, "
+        f"Rebuild the run: `{portable(run_command, runs=f'{out}/runs')}` (the seed's own command, from its result file's provenance, "
         "run from a clone)"
         + (f", or the row's {len(seeds)} seeds: `KERAS_MATCH_DATA=DATA python benchmarks/ablation.py {plan} --out "
            f"{out} --rows {row}`" if plan else "") + f"; then `{portable(command)}`.",

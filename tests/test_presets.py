@@ -585,6 +585,14 @@ def test_the_rebuild_command_of_a_model_card_runs_from_a_clone():
                                                         "trecqa-clean --seeds 1 --label 'IWAN + nCARNN'")
     assert ship.portable("python benchmarks/ship_presets.py OUT --row 1 --runs /tmp/x/runs --replace --plan P") == (
         "python benchmarks/ship_presets.py OUT --row 1 --plan P")
+    # The seed's own command names the run folder of the machine that trained it; from a clone, the ablation's.
+    assert ship.portable("python benchmarks/reproduce.py lc_lstm --seeds 1 --out /work/x/runs --label L",
+                         runs="benchmarks/results/plan/runs") == (
+        "python benchmarks/reproduce.py lc_lstm --seeds 1 --out benchmarks/results/plan/runs --label L")
+    assert ship.portable("python benchmarks/reproduce.py lc_lstm --out=/work/x/runs", runs="R") == (
+        "python benchmarks/reproduce.py lc_lstm --out=R")
+    assert ship.portable("python benchmarks/reproduce.py lc_lstm --out rel/runs", runs="R") == (
+        "python benchmarks/reproduce.py lc_lstm --out rel/runs")
 
 
 def test_a_format_1_preset_with_the_whole_vocabulary_loads_and_is_compacted_to_the_same_model(preset, run, tmp_path):
