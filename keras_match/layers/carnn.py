@@ -16,6 +16,8 @@ from keras_match.layers.checks import positive_int
 from keras_match.layers.docstrings import fill_docstring
 from keras_match.layers.gated_recurrence import gated_linear_recurrence
 from keras_match.layers.highway import _clone_initializer
+from keras_match.layers.masked_ops import HALF_DTYPES
+from keras_match.layers.masked_ops import accumulation_dtype
 from keras_match.layers.masked_ops import as_bool_mask
 from keras_match.layers.masked_ops import zero_padded
 
@@ -88,14 +90,26 @@ class CARNNCell(keras.layers.Layer):
 
     Call arguments:
         inputs: float tensor `[batch, d + context_dim]`, the step input `[e_m; c]`.
-        states: `[h_{m-1}]`, a list holding one `[batch, units]` tensor (a bare tensor is accepted too).
+        states: `[h_{m-1}]`, a list holding one `[batch, units]` tensor (a bare tensor is accepted too); under a
+            half-precision policy `[h_hi, h_lo]` (a single `[h_{m-1}]` is accepted too, as `h_lo = 0`).
         training: unused (no dropout); accepted for `keras.layers.RNN`.
 
     Returns:
-        `(h_m, [h_m])`: the output `[batch, units]` and the new states, in the layer's compute dtype.
+        `(h_m, [h_m])`: the output `[batch, units]` and the new states, in the layer's compute dtype; under a
+        half-precision policy `(h_hi, [h_hi, h_lo])`.
 
     State:
         `state_size = output_size = units`; `get_initial_state(batch_size)` gives `[zeros([batch_size, units])]`.
+        Under a half-precision policy (`mixed_bfloat16`) the state is `h_m` split in two compute-dtype tensors,
+        `[h_hi, h_lo]` (`state_size = [units, units]`, two zero tensors initially), see Precision.
+
+    Precision:
+        Under `mixed_bfloat16` the matmuls run in bfloat16, but the gates (sigmoid, `1 - g_u`) and the update of
+        `h_m` run in float32: in bfloat16 a gate within 2^-9 of 1 rounds to 1, and a bfloat16 state would round
+        (relative 2^-8) at every step and drift over long texts. `keras.layers.RNN` carries states in the compute
+        dtype, so the float32 state travels as `h_hi = bfloat16(h_m)` plus `h_lo = bfloat16(h_m - h_hi)` (16
+        significant bits, not float32's 24, but no per-step rounding of the order of bfloat16's); the output is
+        `h_hi`, `h_m` rounded once. Under float32 the state is `h_m` itself.
 
     Masking:
         Done by `keras.layers.RNN` (a masked step keeps the previous state); the cell itself sees no mask.
@@ -148,8 +162,16 @@ class CARNNCell(keras.layers.Layer):
         self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
         self.recurrent_regularizer = keras.regularizers.get(recurrent_regularizer)
         self.bias_regularizer = keras.regularizers.get(bias_regularizer)
-        self.state_size = units
         self.output_size = units
+
+    @property
+    def _split_state(self):
+        """Whether the state is carried as a pair `[h_hi, h_lo]` (half-precision compute dtypes)."""
+        return keras.backend.standardize_dtype(self.compute_dtype) in HALF_DTYPES
+
+    @property
+    def state_size(self):
+        return [self.units, self.units] if self._split_state else self.units
 
     def build(self, input_shape):
         width = last_dim(self, input_shape)
@@ -189,23 +211,35 @@ class CARNNCell(keras.layers.Layer):
             self.projection_bias = weight("projection_bias", (units,), "bias", 5)  # b_e_bar
 
     def call(self, inputs, states, training=False):
-        h_prev = states[0] if isinstance(states, (list, tuple)) else states
+        states = list(states) if isinstance(states, (list, tuple)) else [states]
+        h_prev = states[0]  # h_{m-1}, or its high part h_hi under a half-precision policy
+        wide = accumulation_dtype(self.compute_dtype)  # the gates' and the state's dtype (float32 for bfloat16)
         e, c = inputs[..., : self.input_dim], inputs[..., self.input_dim :]
         # Gate pre-activations W_c c + W_e e_m + b (eq. 3, 5, 6), update-gate columns first.
         logits = ops.matmul(e, self.input_kernel) + ops.matmul(c, self.context_kernel) + self.gate_bias
         if self.variant == "n":
             logits = logits + ops.matmul(h_prev, self.recurrent_kernel)  # W_h h_{m-1}: nCARNN only (eq. 3)
+        logits = ops.cast(logits, wide)
         g_u = ops.sigmoid(logits[..., : self.units])
         g_f = ops.sigmoid(logits[..., self.units :])
         if self.variant == "s":
             e_bar = e  # sCARNN: no projection (eq. 6)
         else:
             e_bar = ops.matmul(e, self.projection_kernel) + self.projection_bias  # e_bar_m (eq. 3, 5)
+        e_bar = ops.cast(e_bar, wide)
+        if len(states) > 1:  # [h_hi, h_lo]: h_{m-1} = h_hi + h_lo in float32
+            h_prev = ops.cast(states[0], wide) + ops.cast(states[1], wide)
+        else:
+            h_prev = ops.cast(h_prev, wide)
         h = g_u * (g_f * e_bar) + (1.0 - g_u) * h_prev  # h_m (eq. 3, 5, 6)
-        return h, [h]
+        if not self._split_state:
+            return h, [h]
+        high = ops.cast(h, self.compute_dtype)  # h_m rounded once: the output
+        return high, [high, ops.cast(h - ops.cast(high, wide), self.compute_dtype)]
 
     def get_initial_state(self, batch_size=None):
-        return [ops.zeros((batch_size, self.units), dtype=self.compute_dtype)]  # h_0 = 0 [I]
+        zeros = ops.zeros((batch_size, self.units), dtype=self.compute_dtype)  # h_0 = 0 [I]
+        return [zeros, zeros] if self._split_state else [zeros]
 
     def get_config(self):
         config = super().get_config()
@@ -288,6 +322,12 @@ class CARNN(keras.layers.Layer):
         mask is propagated to the output; the last state carries no mask.
 
     {weights}
+
+    Precision:
+        Under `mixed_bfloat16` the matmuls run in bfloat16, but the gates (sigmoid, `a_m = 1 - g_u^m`), `b_m` and
+        the state run in float32 and the outputs are rounded to bfloat16 once: in bfloat16 an update gate below
+        2^-9 makes `a_m` exactly 1 (the state never decays), and a bfloat16 state rounds (relative 2^-8) at every
+        step and drifts over long texts. nCARNN carries its state as two bfloat16 parts (see `CARNNCell`).
 
     The weights live in the sublayer `cell` (a `CARNNCell` built for inputs `[e_m; c]`), so they can be copied
     into a `keras.layers.RNN(CARNNCell(...))` with `set_weights`.
@@ -436,7 +476,8 @@ class CARNN(keras.layers.Layer):
         sequence = tf.pad(sequence, tf.stack([[0, 0], [0, extra], [0, 0]]))
         mask = tf.pad(mask, tf.stack([[0, 0], [0, extra]]))
         tiled = tf.tile(context[:, None, :], tf.stack([1, steps + extra, 1]))
-        outputs, last = self.rnn(tf.concat([sequence, tiled], axis=-1), mask=mask, training=training)
+        # [outputs, h_M] (or [outputs, h_hi, h_lo] under a half-precision policy, where h_hi is h_M rounded once)
+        outputs, last = self.rnn(tf.concat([sequence, tiled], axis=-1), mask=mask, training=training)[:2]
         if self.go_backwards:
             outputs = tf.reverse(outputs, [1])  # keras.layers.RNN returns the steps in processing order
         return outputs[:, :steps], last
@@ -455,12 +496,16 @@ class CARNN(keras.layers.Layer):
         # W_c c + b is the same at every step: computed once per example (eq. 5, 6).
         context_term = tf.nn.bias_add(tf.matmul(context, cell.context_kernel), cell.gate_bias)
         logits = _time_major_dense(x, cell.input_kernel) + context_term  # W_c c + W_e e_m + b (eq. 5, 6)
+        # The gates, a, b and the state in float32 under a half-precision policy (no-op casts in float32).
+        wide = accumulation_dtype(sequence.dtype)
+        logits = tf.cast(logits, wide)
         g_u = tf.sigmoid(logits[..., :units])  # update gate g_u^m (eq. 5, 6)
         g_f = tf.sigmoid(logits[..., units:])  # reset gate g_f^m (eq. 5, 6)
         if self.variant == "s":
             e_bar = x  # sCARNN: e_bar_m = e_m (eq. 6)
         else:
             e_bar = _time_major_dense(x, cell.projection_kernel, cell.projection_bias)  # e_bar_m (eq. 5)
+        e_bar = tf.cast(e_bar, wide)
         # h_m = (1 - g_u^m) h_{m-1} + g_u^m (g_f^m e_bar_m) (eq. 5, 6) as a_m h_{m-1} + b_m.
         a = 1.0 - g_u
         b = g_u * (g_f * e_bar)
@@ -474,7 +519,8 @@ class CARNN(keras.layers.Layer):
         last = tf.concat([h_0, states[-1:]], axis=0)[-1]
         if self.go_backwards:
             states = tf.reverse(states, [0])  # back to the input's time order
-        return tf.transpose(states, [1, 0, 2]), last
+        # Rounded to the compute dtype once, after the loop (no-op casts in float32).
+        return tf.cast(tf.transpose(states, [1, 0, 2]), sequence.dtype), tf.cast(last, sequence.dtype)
 
     def compute_mask(self, inputs, mask=None):
         if not self.return_sequences:

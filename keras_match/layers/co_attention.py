@@ -250,6 +250,11 @@ class CoAttention(ProjectedAttention):
         scores of 0 for eq. 3-4; an empty own text gives zero pooled vectors; all outputs stay finite. The
         outputs `max`, `mean`, `alignment` carry the q / d masks; `affinity` carries none.
 
+    Precision:
+        Under `mixed_bfloat16` the projection, the affinity and the weighted sums are bfloat16 matmuls, while the
+        softmaxes normalise and the means over the partner's words sum in float32 (`masked_softmax`,
+        `masked_mean`), which would otherwise round at every term; the maxima select a value and need no cast.
+
     {projection_weights}
 
     Raises:

@@ -3,6 +3,7 @@
 import keras
 import tensorflow as tf
 
+from keras_match.layers.masked_ops import accumulation_dtype
 from keras_match.layers.masked_ops import zero_padded
 
 
@@ -28,12 +29,20 @@ def gated_linear_recurrence(a, b, mask=None, initial_state=None, reverse=False, 
     `h[:, 0]` with `reverse=True`). Callers that return sequences zero those positions themselves
     (`keras_match.layers.masked_ops.zero_padded`), as `QRNN` and `CTRN` do.
 
+    Precision: with half-precision coefficients (bfloat16, float16, e.g. under `mixed_bfloat16`) the state runs in
+    float32 and the states are rounded to the dtype of `a` once, on the way out: a bfloat16 state would round at
+    every step (relative 2^-8 of `|h|`, so with `a` near 1 most of a small `b_t` is lost) and drift over long texts.
+    The coefficients themselves are taken as given: a forget gate within 2^-9 of 1 is already 1 in bfloat16 (the
+    state never decays), so callers that need long memory compute `a` in float32 (and get float32 states back), as
+    `CARNN` does.
+
     Callers that can make `a = 1` at padded steps themselves (e.g. `a = where(mask, f, 1)`, `b = (1 - a) * z`, as
     `QRNN` and `CTRN` do) can pass `mask=None` and save two full passes over `a` and `b`.
 
     Args:
         a: float tensor `[batch, time, dim]`, the decay (forget) coefficients `a_t`.
-        b: float tensor `[batch, time, dim]` (same shape), the inputs `b_t`. Cast to the dtype of `a`.
+        b: float tensor `[batch, time, dim]` (same shape), the inputs `b_t`. Cast to the dtype the state runs in
+            (that of `a`, float32 for a half-precision `a`).
         mask: optional bool tensor `[batch, time]`, True at real steps (ints and floats are cast; non-zero = real).
         initial_state: optional float tensor `[batch, dim]`, `h_0` (the state before the first step processed);
             zeros when None.
@@ -45,7 +54,8 @@ def gated_linear_recurrence(a, b, mask=None, initial_state=None, reverse=False, 
 
     Returns:
         Float tensor `[batch, time, dim]` (`[time, batch, dim]` with `time_major`) of the states `h_t`, dtype of
-        `a`. A zero-length time dimension gives a zero-length output.
+        `a` (computed in float32 for bfloat16 / float16, see Precision). A zero-length time dimension gives a
+        zero-length output.
 
     Examples:
 
@@ -63,7 +73,11 @@ def gated_linear_recurrence(a, b, mask=None, initial_state=None, reverse=False, 
           https://arxiv.org/abs/1711.07656), the QRNN cell after eq. 1 and the CTRN-Q / CTRN-A cells.
     """
     a = tf.convert_to_tensor(a)
-    b = tf.cast(tf.convert_to_tensor(b), a.dtype)
+    dtype = a.dtype
+    # The state's dtype: float32 for bfloat16 / float16 coefficients (no-op casts for float32 and float64).
+    state_dtype = accumulation_dtype(dtype.name)
+    a = tf.cast(a, state_dtype)
+    b = tf.cast(tf.convert_to_tensor(b), state_dtype)
     if mask is not None:
         step = tf.expand_dims(tf.cast(mask, tf.bool), -1)
         a = tf.where(step, a, tf.ones_like(a))
@@ -75,7 +89,7 @@ def gated_linear_recurrence(a, b, mask=None, initial_state=None, reverse=False, 
         # Zeros [batch, dim] that keep the static batch/dim (and work for a zero-length time dimension).
         initial_state = tf.reduce_sum(b_tm[:0], axis=0)
     else:
-        initial_state = tf.cast(tf.convert_to_tensor(initial_state), a.dtype)
+        initial_state = tf.cast(tf.convert_to_tensor(initial_state), state_dtype)
     if reverse:
         # A forward scan of the time-reversed steps, flipped back: tf.scan(reverse=True) gives the same in
         # TensorFlow, but tf2onnx 1.17 converts it with its outputs in reversed time order.
@@ -83,6 +97,7 @@ def gated_linear_recurrence(a, b, mask=None, initial_state=None, reverse=False, 
     states = tf.scan(lambda h, step: step[0] * h + step[1], (a_tm, b_tm), initializer=initial_state)
     if reverse:
         states = tf.reverse(states, [0])
+    states = tf.cast(states, dtype)  # one rounding per state, after the loop
     return states if time_major else tf.transpose(states, [1, 0, 2])
 
 
@@ -102,8 +117,11 @@ class GatedLinearRecurrence(keras.layers.Layer):
         mask: optional mask `[batch, time]` or a pair of masks (the first non-None one is used, so a mask
             carried by `a` or `b` from an `Embedding(mask_zero=True)` is honoured).
 
+    Precision: under a half-precision policy (`mixed_bfloat16`) the state runs in float32 and the output is in the
+    compute dtype (see `gated_linear_recurrence`); the inputs `a`, `b` arrive rounded to the compute dtype.
+
     Output shape:
-        `[batch, time, dim]`, the states `h_t`; **zero at masked steps** (unlike the function, which carries
+        `[batch, time, dim]`, the states `h_t` in the layer's compute dtype; **zero at masked steps** (unlike the function, which carries
         the state there), so the layer can feed mask-aware pooling directly. The mask is propagated.
 
     Raises:

@@ -56,6 +56,10 @@ class Highway(keras.layers.Layer):
     Masking:
         Position-wise, so the input mask (if any) is returned unchanged for the output (`supports_masking`).
 
+    Precision:
+        Under `mixed_bfloat16` everything runs in bfloat16 (no cast to float32): the layer is position-wise, with
+        no sum over time and no state, so each output carries only a few roundings of relative size 2^-8.
+
     Weights (in `get_weights()` order):
         `transform_kernel [d, units]`, `transform_bias [units]`, `gate_kernel [d, units]`,
         `gate_bias [units]`, and when `units != d`: `carry_kernel [d, units]`, `carry_bias [units]`.

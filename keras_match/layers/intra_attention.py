@@ -43,6 +43,10 @@ class IntraAttention(ProjectedAttention):
         weight exactly 0 at padding), and the output is 0 at padded positions. A fully padded row gives
         zeros. The input mask is returned unchanged for the output.
 
+    Precision:
+        Under `mixed_bfloat16` the projection, the affinity and the weighted sum are bfloat16 matmuls; the softmax
+        normalises in float32 (`masked_softmax`), whose row sum would otherwise round at every term.
+
     {projection_weights}
 
     Raises:

@@ -16,10 +16,32 @@ against them (e.g. a `[batch, 1, time]` mask against `[batch, time_q, time]` sco
 
 Values at padded positions may be anything finite (they get exact-zero weights, so garbage cannot leak);
 they must not be inf or NaN, since `0 * inf` is NaN in the attention matmuls (embedding outputs never are).
+
+Precision: `masked_softmax` and `masked_mean` of a half-precision input (`bfloat16`, `float16`, e.g. under Keras's
+`mixed_bfloat16` policy) compute in float32 (`accumulation_dtype`) and return the input's dtype: bfloat16 keeps 8
+significant bits (unit roundoff 2^-8), so a softmax's row sum or a mean's sum and count (counts above 256 are not
+even representable) would round at every term. Float32 and float64 inputs are computed as they are (the casts are
+no-ops), so their results do not change.
 """
 
 import keras
 from keras import ops
+
+
+HALF_DTYPES = ("bfloat16", "float16")
+"""The floating dtypes whose sums and states the layers keep in float32 (`accumulation_dtype`)."""
+
+
+def accumulation_dtype(dtype):
+    """The dtype to sum, normalise or carry a state in for values of `dtype`: float32 for `HALF_DTYPES`, else
+    `dtype` itself (standardized, e.g. `"float32"`, `"float64"`).
+
+    bfloat16 has float32's exponent range but only 8 significant bits (unit roundoff 2^-8 ~ 0.0039), so a quantity
+    built by many additions (a softmax's normaliser, a sum over time, a recurrence's state) would round at every
+    step; float32 (unit roundoff 2^-24) does not lose it.
+    """
+    dtype = keras.backend.standardize_dtype(dtype)
+    return "float32" if dtype in HALF_DTYPES else dtype
 
 
 def mask_fill_value(dtype):
@@ -50,31 +72,47 @@ def masked_softmax(logits, mask=None, axis=-1):
         axis: the axis to normalise over.
 
     Returns:
-        Weights of the shape of `logits`: they sum to 1 over the real positions of each row, are exactly 0 at
-        padded positions, and are 0 everywhere in a row without any real position.
+        Weights of the shape and dtype of `logits`: they sum to 1 over the real positions of each row, are exactly
+        0 at padded positions, and are 0 everywhere in a row without any real position.
+
+    Precision: half-precision logits (bfloat16, float16) are normalised in float32 and the weights rounded to the
+    input dtype once at the end, so a long row's normaliser does not round at every term (the only error left is
+    that final rounding, relative 2^-8 per weight in bfloat16).
     """
+    dtype = keras.backend.standardize_dtype(logits.dtype)
+    logits = ops.cast(logits, accumulation_dtype(dtype))
     if mask is None:
-        return ops.softmax(logits, axis=axis)
+        return ops.cast(ops.softmax(logits, axis=axis), dtype)
     mask = _broadcast_mask(mask, logits)
     filled = ops.where(mask, logits, mask_fill_value(logits.dtype))
     weights = ops.softmax(filled, axis=axis)
-    return ops.where(mask, weights, ops.zeros_like(weights))
+    return ops.cast(ops.where(mask, weights, ops.zeros_like(weights)), dtype)
 
 
 def masked_mean(values, mask=None, axis=-1, keepdims=False):
-    """Mean of `values` over `axis` counting only real positions; 0 where there is none."""
+    """Mean of `values` over `axis` counting only real positions; 0 where there is none. In the dtype of `values`.
+
+    Precision: for half-precision values (bfloat16, float16) the sum, the count and the division are float32 and
+    the mean is rounded to the input dtype once, at the end (a bfloat16 sum would round at every term, and a
+    bfloat16 count is exact only up to 256).
+    """
+    dtype = keras.backend.standardize_dtype(values.dtype)
+    values = ops.cast(values, accumulation_dtype(dtype))
     if mask is None:
-        return ops.mean(values, axis=axis, keepdims=keepdims)
+        return ops.cast(ops.mean(values, axis=axis, keepdims=keepdims), dtype)
     mask = _broadcast_mask(mask, values)
     total = ops.sum(ops.where(mask, values, ops.zeros_like(values)), axis=axis, keepdims=keepdims)
     count = ops.sum(ops.cast(mask, values.dtype), axis=axis, keepdims=keepdims)
-    return total / ops.maximum(count, ops.ones_like(count))
+    return ops.cast(total / ops.maximum(count, ops.ones_like(count)), dtype)
 
 
 def masked_max(values, mask=None, axis=-1, keepdims=False):
     """Maximum of `values` over `axis` among real positions only; 0 where there is none.
 
-    Real values must be larger than `mask_fill_value(dtype)` (-1e9 in float32).
+    Real values must be larger than `mask_fill_value(dtype)` (-1e9 in float32 and bfloat16).
+
+    Precision: computed in the dtype of `values`, half precision included: a maximum selects one of the values,
+    so it rounds nothing, and bfloat16 has float32's exponent range, so the -1e9 fill fits.
     """
     if mask is None:
         return ops.max(values, axis=axis, keepdims=keepdims)

@@ -33,6 +33,10 @@ class MeanMaxPooling(TemporalMeanPooling):
         result. A fully padded row (empty text) gives all zeros (no -inf, no NaN). The output carries no mask
         (time is reduced away). Without a mask every position counts.
 
+    Precision:
+        Under `mixed_bfloat16` the mean sums and counts in float32 and rounds to bfloat16 once (`masked_mean`); the
+        max selects one of the values, exact in bfloat16 (the -1e9 fill is within its float32-sized range).
+
     {pooling_raises}
 
     Examples:

@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_match.layers.checks import one_of
+from keras_match.layers.masked_ops import accumulation_dtype
 from keras_match.layers.masked_ops import as_bool_mask
 
 VARIANTS = ("paper", "memn2n_code")
@@ -69,7 +70,12 @@ class PositionEncoder(keras.layers.Layer):
             `Embedding(mask_zero=True)`. Without a mask every position is a word and `J = time`.
 
     Returns:
-        `[batch, d]` (or `[batch, turns, d]`), in the input's dtype.
+        `[batch, d]` (or `[batch, turns, d]`), in the input's dtype (the layer's compute dtype).
+
+    Precision:
+        Under a half-precision policy (`mixed_bfloat16`) the positions, the weights and the sum run in float32 and
+        the result is rounded to the compute dtype once: bfloat16 counts exactly only up to 256 (the position `j`
+        of a longer text's later words would be wrong), and the sum over the `J` words would round at every term.
 
     Masking:
         Padded positions contribute exactly zero whatever they hold (finite or not: they are selected away, not
@@ -125,6 +131,8 @@ class PositionEncoder(keras.layers.Layer):
                     f"Layer {self.name} expects a `mask` of rank {len(inputs.shape) - 1} (the input's without d). "
                     f"Received mask shape {real.shape} for input shape {inputs.shape}"
                 )
+        dtype = inputs.dtype
+        inputs = ops.cast(inputs, accumulation_dtype(dtype))  # float32 for bfloat16 (a no-op in float32)
         counted = ops.cast(real, inputs.dtype)
         positions = ops.cumsum(counted, axis=-1)  # j: 1-based position among the real words
         lengths = ops.sum(counted, axis=-1, keepdims=True)  # J: the true length
@@ -133,7 +141,7 @@ class PositionEncoder(keras.layers.Layer):
             ops.expand_dims(positions, -1), ops.expand_dims(lengths, -1), inputs.shape[-1], self.variant
         )
         terms = ops.where(ops.expand_dims(real, -1), weights * inputs, ops.zeros_like(inputs))
-        return ops.sum(terms, axis=-2)  # m = sum_j l_j * x_j
+        return ops.cast(ops.sum(terms, axis=-2), dtype)  # m = sum_j l_j * x_j
 
     def compute_mask(self, inputs, mask=None):
         if mask is None or len(inputs.shape) != 4:

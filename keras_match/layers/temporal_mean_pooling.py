@@ -39,6 +39,10 @@ class TemporalMeanPooling(keras.layers.Layer):
         changes the result; a fully padded row (empty text) gives zeros, not NaN (unlike
         `keras.layers.GlobalAveragePooling1D`). The output carries no mask. Without a mask every position counts.
 
+    Precision:
+        Under `mixed_bfloat16` the sum and the count run in float32 and the mean is rounded to bfloat16 once
+        (`masked_mean`): a bfloat16 sum would round at every term, and a bfloat16 count is exact only up to 256.
+
     {pooling_raises}
 
     Examples:
