@@ -77,6 +77,10 @@ class CNNAggregation(keras.layers.Layer):
         positions follow. An all-padding row (empty answer) gives `r = 0`, the smallest value a ReLU can
         give. No mask means every position is real. The outputs carry no mask.
 
+    Precision:
+        Under `mixed_bfloat16` everything runs in bfloat16 with no cast: the max selects a value (rounds
+        nothing), and the -1e9 fill of the non-counting positions is a bfloat16 number (float32's exponent range).
+
     Weights (in `get_weights()` order):
         per window `w`: `conv_{w}/kernel [w, k, filters]`, `conv_{w}/bias [filters]`: `2 len(windows)` trainable
         weights.

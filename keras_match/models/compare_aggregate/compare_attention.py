@@ -48,6 +48,10 @@ class CompareAttention(keras.layers.Layer):
         An empty question (no real word) gives `h = 0` and zero weights; outputs stay finite. `h` (and
         `weights`) carry the answer mask.
 
+    Precision:
+        Under `mixed_bfloat16` the projection and both matmuls run in bfloat16; the softmax normalises in
+        float32 (`masked_softmax`), rounding each weight once, so a real row's weights sum to 1 within 2^-8.
+
     Weights:
         `W^g`: `projection/kernel [l, l]` (the transpose of `W^g`), `projection/bias [l]`: 2 trainable weights.
 

@@ -101,8 +101,15 @@ class CTRN(QRNNConvolutionLayer):
             None = all real). Masks carried by the inputs (`Embedding(mask_zero=True)`) are used implicitly.
 
     Output shape:
-        A tuple `(hq, ha)`: `[batch, lq, units]` and `[batch, la, units]`, zero at padded positions. The masks
-        are propagated. Extra padding after either text never changes the real outputs.
+        A tuple `(hq, ha)`: `[batch, lq, units]` and `[batch, la, units]`, zero at padded positions, in the
+        layer's compute dtype. The masks are propagated. Extra padding after either text never changes the real
+        outputs.
+
+    Precision:
+        As `QRNN`: under `mixed_bfloat16` only the convolution matmuls run in bfloat16; the gates' activations
+        (own, partner's and padding gates alike), both cells' recurrences and the crossed product are float32,
+        cast to bfloat16 once at the end, since a bfloat16 forget gate above `1 - 2^-9` is exactly 1 (a frozen
+        cell) and a bfloat16 state takes a rounding (up to 2^-8 relative) per step.
 
     Raises:
         ValueError: at construction if `units` / `kernel_size` is not a positive integer or `alignment` is
@@ -214,7 +221,8 @@ class CTRN(QRNNConvolutionLayer):
         own, crossed = tf.split(cells, 2, axis=1)
         hidden = (o * own) * (o_partner * crossed)
         hidden = tf.where(real, hidden, 0.0)
-        return tf.transpose(hidden, [1, 0, 2])
+        # The gates are float32 under bfloat16 (`qrnn.gate`); a no-op in float32.
+        return tf.cast(tf.transpose(hidden, [1, 0, 2]), self.compute_dtype)
 
     def compute_mask(self, inputs, mask=None):
         return pass_pair_masks(mask)

@@ -14,6 +14,13 @@ GATE_ACTIVATIONS = (tf.tanh, tf.sigmoid, tf.sigmoid)
 """The activations of the Z, F and O gates of eq. 1, in the order of the fused kernel's columns."""
 
 
+def gate_dtype(dtype):
+    """The dtype the gate activations and the recurrence run in for a compute dtype: float32 for bfloat16 and
+    float16 (see `gate`), the dtype itself for float32 and float64."""
+    dtype = keras.backend.standardize_dtype(dtype)
+    return dtype if dtype in ("float32", "float64") else "float32"
+
+
 def check_units_and_kernel_size(units, kernel_size):
     """Raise ValueError unless `units` and `kernel_size` are positive integers (shared by QRNN and CTRN)."""
     positive_int("units", units)
@@ -54,7 +61,9 @@ def gate(windows, kernel, bias, index, steps):
         steps: scalar int, the number of steps in `windows`.
 
     Returns:
-        `[steps, batch, units]`, time-major.
+        `[steps, batch, units]`, time-major, in `gate_dtype` of the matmul's dtype: the convolution runs in the
+        compute dtype, the activation in float32 under bfloat16, where a forget gate above `1 - 2^-9` would round
+        to exactly 1 (its cell would stop reading its input) and `1 - f` would be off by up to 2^-9 absolute.
     """
     k, m, three_units = kernel.shape
     units = three_units // 3
@@ -62,15 +71,19 @@ def gate(windows, kernel, bias, index, steps):
     values = tf.matmul(windows, tf.reshape(kernel, [k * m, three_units])[:, columns])
     if bias is not None:
         values = tf.nn.bias_add(values, bias[columns])
+    values = tf.cast(values, gate_dtype(values.dtype))  # a no-op in float32 and float64
     return tf.reshape(GATE_ACTIVATIONS[index](values), [steps, -1, units])
 
 
 def gate_of_padding(kernel, bias, index):
-    """The value `[units]` of gate `index` at a step whose whole window is padding: activation(bias)."""
+    """The value `[units]` of gate `index` at a step whose whole window is padding: activation(bias), in the
+    dtype of `gate`'s output (the bias as the convolution reads it, then the activation in `gate_dtype`), so it
+    equals `gate` at an all-padding window exactly."""
     units = kernel.shape[-1] // 3
+    work = gate_dtype(kernel.dtype)
     if bias is None:
-        return GATE_ACTIVATIONS[index](tf.zeros([units], kernel.dtype))
-    return GATE_ACTIVATIONS[index](tf.convert_to_tensor(bias)[index * units : (index + 1) * units])
+        return GATE_ACTIVATIONS[index](tf.zeros([units], work))
+    return GATE_ACTIVATIONS[index](tf.cast(tf.convert_to_tensor(bias)[index * units : (index + 1) * units], work))
 
 
 def add_gate_weights(layer, input_dim):
@@ -191,6 +204,12 @@ class QRNN(QRNNConvolutionLayer):
     Output shape:
         `[batch, time, units]`, the hidden states `h_t` (in the layer's compute dtype).
 
+    Precision:
+        Under `mixed_bfloat16` the convolution matmuls run in bfloat16, the gate activations, the recurrence and
+        `h_t = o_t * c_t` in float32, and the output is cast to bfloat16 once: in bfloat16 (8-bit mantissa) a
+        forget gate above `1 - 2^-9` rounds to exactly 1, which freezes the cell, and the state would take one
+        rounding (up to 2^-8 relative) per step.
+
     Masking:
         With a mask (`[batch, time]`, True = real token, e.g. from `Embedding(mask_zero=True)`), masked inputs are
         zeroed before the convolution, the recurrence skips masked steps (the cell state is carried through),
@@ -242,7 +261,8 @@ class QRNN(QRNNConvolutionLayer):
         hidden = o * cells
         if real is not None:
             hidden = tf.where(real, hidden, 0.0)
-        return tf.transpose(hidden, [1, 0, 2])
+        # The gates are float32 under bfloat16 (`gate`); a no-op in float32.
+        return tf.cast(tf.transpose(hidden, [1, 0, 2]), self.compute_dtype)
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape[:-1]) + (self.units,)

@@ -144,6 +144,11 @@ class FactorizationMachine(_Compression):
 
         sum_i sum_{j>i} <v_i, v_j> x_i x_j = 0.5 * sum_f [ (sum_i v_if x_i)^2 - sum_i v_if^2 x_i^2 ].
 
+    Precision: under a bfloat16 (or float16) policy the whole of eq. 12 runs in float32, from the input and the
+    unrounded float32 weights, and the output is rounded once: the identity subtracts two sums of squares, and
+    bfloat16's 8-bit mantissa would leave their difference an error of 2^-8 of those sums, which dwarfs the
+    pairwise term when one feature dominates (e.g. x_1 = 10, the others ~0.1: sums ~100, the term ~1).
+
     Args:
         factors: int >= 1, the number of factors `k`. Defaults to 10.
         kernel_regularizer: optional regularizer of `w` and `V` (not of `w0`).
@@ -178,23 +183,29 @@ class FactorizationMachine(_Compression):
 
     def build(self, input_shape):
         dim = last_dim(self, input_shape)
-        self.bias = self.add_weight(name="bias", shape=(1,), initializer="zeros")
+        # autocast=False: the weights are read as stored (float32 under a mixed policy); `call` computes in float32.
+        self.bias = self.add_weight(name="bias", shape=(1,), initializer="zeros", autocast=False)
         self.linear = self.add_weight(
-            name="linear", shape=(dim, 1), initializer="glorot_uniform", regularizer=self.kernel_regularizer
+            name="linear", shape=(dim, 1), initializer="glorot_uniform", regularizer=self.kernel_regularizer,
+            autocast=False,
         )
         self.factor_matrix = self.add_weight(
             name="factors",
             shape=(dim, self.factors),
             initializer=keras.initializers.RandomNormal(stddev=0.1),
             regularizer=self.kernel_regularizer,
+            autocast=False,
         )
 
     def call(self, inputs):
+        # float32 under bfloat16 / float16 (see the class docstring); both casts are no-ops in float32 and float64.
+        work = "float64" if self.compute_dtype == "float64" else "float32"
+        inputs = ops.cast(inputs, work)
         linear = ops.matmul(inputs, self.linear) + self.bias
         summed = ops.matmul(inputs, self.factor_matrix)  # sum_i v_if x_i           [..., k]
         summed_squares = ops.matmul(ops.square(inputs), ops.square(self.factor_matrix))  # sum_i v_if^2 x_i^2
         pairwise = 0.5 * ops.sum(ops.square(summed) - summed_squares, axis=-1, keepdims=True)
-        return linear + pairwise
+        return ops.cast(linear + pairwise, self.compute_dtype)
 
     def get_config(self):
         config = super().get_config()

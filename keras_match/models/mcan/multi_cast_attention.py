@@ -73,6 +73,12 @@ class MultiCastAttention(keras.layers.Layer):
     Returns:
         `(zq, zd)`: float tensors `[batch, len_q, 12]` and `[batch, len_d, 12]` (the layer's compute dtype).
 
+    Precision:
+        Under `mixed_bfloat16` the attentions' matmuls and the three operators (eq. 7-9) run in bfloat16; what
+        bfloat16 would lose runs in float32 inside the sublayers: the masked softmaxes and means of `CoAttention`
+        / `IntraAttention`, and the FM compression's eq. 12 (`FactorizationMachine`). Padded positions stay
+        exactly 0.
+
     Masking:
         Padded words take part in no attention (see `CoAttention`, `IntraAttention`), and the features of
         padded positions are exactly 0, so nothing leaks into a following LSTM. Empty texts give finite
