@@ -91,7 +91,7 @@ def command_settings(args):
 
         overrides.update(zoo.read_config(args.config, args.name))
     given = _parse_settings(args.name, args.set or [])
-    for key in ("epochs", "batch_size"):  # settings that are also options: one or the other
+    for key in ("epochs", "batch_size", "precision"):  # settings that are also options: one or the other
         option = getattr(args, key, None)
         if key in given and option is not None:
             raise ValueError(f"--{key.replace('_', '-')} and --set {key}=... both given: give one")
@@ -226,7 +226,9 @@ def _load_trained(args):
     from keras_match.runs import load_run
 
     folder = _trained_folder(args)
-    return presets.load_preset(folder) if presets.is_preset(folder) else load_run(folder)
+    precision = getattr(args, "precision", None) or "float32"
+    return (presets.load_preset(folder, precision=precision) if presets.is_preset(folder)
+            else load_run(folder, precision=precision))
 
 
 def _cmd_predict(args):
@@ -257,13 +259,15 @@ def _cmd_export(args):
     from keras_match import presets
 
     folder = _trained_folder(args)  # a run folder is read by export.saved_model itself; a preset is loaded here
-    source = presets.load_preset(folder) if presets.is_preset(folder) else folder
+    precision = args.precision or "float32"
+    source = presets.load_preset(folder, precision=precision) if presets.is_preset(folder) else folder
     try:
-        path = export.saved_model(source, args.to, version=args.version, warmup=not args.no_warmup)
+        path = export.saved_model(source, args.to, version=args.version, warmup=not args.no_warmup,
+                                  precision=precision)
     except ImportError as error:
         raise ValueError(f"{error} (or pass --no-warmup)") from error
     signatures = ", ".join(export.read_metadata(path)["signatures"])
-    print(f"SavedModel written to {path} (signatures {signatures})")
+    print(f"SavedModel written to {path} (signatures {signatures}; {precision})")
     if args.onnx or args.onnx_path:
         try:
             result = export.to_onnx(path, args.onnx_path, opset=args.opset)
@@ -437,6 +441,13 @@ def _lift_preset(argv):
     return ["predict", _PRESET_MARK + preset, *rest]
 
 
+_TRAIN_PRECISION_HELP = ("what the model computes in: float32, mixed_bfloat16 (float32 weights, bfloat16 "
+                         "arithmetic) or auto (mixed_bfloat16 where the CPU has bfloat16 units); default the entry's "
+                         "`precision` setting (float32); same as --set precision=P")
+_SCORING_PRECISIONS = ("float32", "mixed_bfloat16")
+_SCORING_PRECISION_HELP = "what the model computes in while scoring (default float32, whatever it trained in)"
+
+
 def build_parser():
     parser = _Parser(prog="keras-match", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -463,6 +474,7 @@ def build_parser():
     p.add_argument("--max-train-questions", type=_positive_int, default=None,
                    help="train on the first N questions")
     p.add_argument("--seed", type=_seed, default=1234)
+    p.add_argument("--precision", default=None, metavar="P", help=_TRAIN_PRECISION_HELP)
     p.add_argument("--set", action="append", metavar="KEY=JSON",
                    help="override a preset setting, e.g. --set lstm_units=100, --set loss=listwise_softmax "
                    "(pointwise, pairwise_hinge, listwise_softmax), --set head=score (repeatable)")
@@ -489,6 +501,7 @@ def build_parser():
     p.add_argument("--epochs", type=_positive_int, default=None, help="epochs per trial (Hyperband: its largest)")
     p.add_argument("--max-train-questions", type=_positive_int, default=None)
     p.add_argument("--seed", type=_seed, default=1234)
+    p.add_argument("--precision", default=None, metavar="P", help=_TRAIN_PRECISION_HELP + " (every trial)")
     p.add_argument("--set", action="append", metavar="KEY=JSON", help="fix a setting for every trial")
     p.add_argument("--config", default=None, metavar="FILE", help="fixed settings from a best.json")
     p.add_argument("--space", default=None, metavar="FILE",
@@ -504,6 +517,7 @@ def build_parser():
     p.add_argument("--split", default=None, help="default: test (dev when there is no test split)")
     p.add_argument("--data-dir", default=None)
     p.add_argument("--json", action="store_true", help="also print the figures as JSON")
+    p.add_argument("--precision", choices=_SCORING_PRECISIONS, default=None, help=_SCORING_PRECISION_HELP)
     p.set_defaults(func=_cmd_evaluate)
 
     p = sub.add_parser("explain", help="plot what a model attends to for one example (Compare-Aggregate: where the "
@@ -527,6 +541,7 @@ def build_parser():
                        "candidates best first, a classifier each pair's label")
     p.add_argument("run_dir", help="the run folder (or give --preset NAME_OR_PATH instead)")
     p.add_argument("--preset", default=None, metavar="NAME_OR_PATH", help=_PRESET_HELP)
+    p.add_argument("--precision", choices=_SCORING_PRECISIONS, default=None, help=_SCORING_PRECISION_HELP)
     p.set_defaults(func=_cmd_predict)
 
     p = sub.add_parser("export", help="write a SavedModel for TensorFlow Serving (and optionally ONNX) of a run "
@@ -534,6 +549,7 @@ def build_parser():
     p.add_argument("run_dir", nargs="?", default=None)
     p.add_argument("--preset", default=None, metavar="NAME_OR_PATH", help=_PRESET_HELP)
     p.add_argument("--to", required=True, help="the model's base path; the version folder goes inside")
+    p.add_argument("--precision", choices=_SCORING_PRECISIONS, default=None, help=_SCORING_PRECISION_HELP)
     p.add_argument("--version", type=_positive_int, default=None,
                    help="default: next integer after the highest present")
     p.add_argument("--no-warmup", action="store_true",

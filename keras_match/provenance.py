@@ -107,8 +107,9 @@ def versions() -> dict:
 
 
 def machine() -> dict:
-    """The CPU model, its cores, the cores this process may use, TensorFlow's thread settings, the platform and the
-    load average (a timing measured beside other work says so)."""
+    """The CPU model, its cores, the cores this process may use, its bfloat16 units (`keras_match.precision`),
+    TensorFlow's thread settings, the platform and the load average (a timing measured beside other work says
+    so)."""
     cpu = platform.processor() or None
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
@@ -118,6 +119,9 @@ def machine() -> dict:
     info = {"cpu": cpu, "cores": os.cpu_count(),
             "threads": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
             "platform": platform.platform()}
+    from keras_match.precision import bfloat16_units
+
+    info["bfloat16_units"] = bfloat16_units()  # whether mixed_bfloat16 runs on native units or emulated
     if hasattr(os, "getloadavg"):  # how busy the machine was when the result ended (runnable processes, 1 / 15 min)
         one, _, fifteen = os.getloadavg()
         info["load_average"] = {"1min": round(one, 2), "15min": round(fifteen, 2)}

@@ -39,6 +39,7 @@ import keras
 import numpy as np
 
 from keras_match import callbacks, heads, pipeline, preprocessors, storage, tasks
+from keras_match import precision as precision_lib
 from keras_match.preprocessors.base import CONFIG_FILE as PREPROCESSOR_FILE
 from keras_match.storage import DamagedRunError, read_json  # noqa: F401  (part of this module's interface)
 
@@ -161,7 +162,8 @@ RESUME_KEYS = ("zoo", "settings", "dataset", "task", "train_split", "seed", "max
 def read_config(path, remedy="") -> dict:
     """A run's `config.json`, in today's layout (`CONFIG_FORMAT`) whichever layout the file has.
 
-    The first layout kept the resolved preset as `preset` (truncation lengths, vocabulary settings and, at its
+    A config written before the `precision` training setting existed gets `"precision": "float32"` (what every
+    run computed in then). The first layout kept the resolved preset as `preset` (truncation lengths, vocabulary settings and, at its
     top level, the pair features among the training settings), the task as a word with `label_names` and
     `no_positive_rule` beside it, and copies of the truncation lengths and pair features at the top level. Its
     settings are sorted into today's sections by name.
@@ -171,7 +173,7 @@ def read_config(path, remedy="") -> dict:
     """
     config = read_json(path, remedy)
     if "settings" in config or "preset" not in config:
-        return config
+        return _with_precision(config)
     from keras_match.settings import TrainingSettings, section_fields
 
     preset = config["preset"]
@@ -191,7 +193,16 @@ def read_config(path, remedy="") -> dict:
     converted.update(format=1, builder=preset.get("builder"), task=task,
                      settings={"model": dict(preset.get("model", {})), "training": training,
                                "preprocessing": preprocessing})
-    return converted
+    return _with_precision(converted)
+
+
+def _with_precision(config):
+    """A config written before the `precision` setting existed trained in float32: say so, so that such a run
+    resumes under today's settings and reports what it computed in."""
+    training = (config.get("settings") or {}).get("training")
+    if isinstance(training, dict):
+        training.setdefault("precision", "float32")
+    return config
 
 
 LOCK_FILE = ".lock"
@@ -487,8 +498,13 @@ def preprocessor_class_of(run_dir):
     return family.preprocessor_class()
 
 
-def load_run(run_dir) -> Run:
+def load_run(run_dir, precision="float32") -> Run:
     """Load a finished run directory written by `keras_match.train`.
+
+    Args:
+        run_dir: the run folder.
+        precision: what the model computes in (`keras_match.precision`): `"float32"` (the default, whatever the
+            run trained in: its `config.json` records that) or `"mixed_bfloat16"`.
 
     Raises:
         FileNotFoundError: the folder has no trained model or misses a file of its preprocessor (the message
@@ -526,7 +542,7 @@ def load_run(run_dir) -> Run:
             f"{files.root / preprocessor.VOCABULARY_FILE} gives {preprocessor.vocab_size} token ids but the model's "
             f"embedding has {rows} rows: the vocabulary file is damaged or from another run; restore it or retrain "
             "the run")
-    return Run(model=model, preprocessor=preprocessor, config=config)
+    return Run(model=precision_lib.convert(model, precision), preprocessor=preprocessor, config=config)
 
 
 def _embedding_rows(model):

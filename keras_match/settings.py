@@ -25,6 +25,9 @@ __all__ = ["Rule", "TrainingSettings", "PreprocessingSettings", "Settings", "che
            "is_number"]
 
 
+PRECISION_CHOICES = ("float32", "mixed_bfloat16", "auto")
+"""The values of the `precision` training setting (`keras_match.precision`)."""
+
 SEED_MAX = 2**32 - 1
 """The largest seed Keras and NumPy accept (a seed is an integer from 0 to this)."""
 
@@ -138,6 +141,9 @@ class TrainingSettings(_Section):
         patience: epochs without a better dev figure before training stops (0: stop at the first).
         bucketing: batch examples of similar length together.
         lr_decay: None, or the factor the learning rate is multiplied by after every epoch (0 < d <= 1).
+        precision: what the model computes in while it trains (`keras_match.precision`): `"float32"`,
+            `"mixed_bfloat16"` (float32 variables, bfloat16 computation) or `"auto"` (bfloat16 where the CPU has
+            bfloat16 units); `keras_match.zoo.resolve` replaces `"auto"` by what it picked.
     """
 
     SECTION: typing.ClassVar[str] = "training"
@@ -153,6 +159,7 @@ class TrainingSettings(_Section):
         "lr_decay": Rule(lambda v: v is None or (is_number(v) and 0 < v <= 1), "null or a number in (0, 1]"),
         "optimizer": Rule(lambda v: _is_optimizer(v), "a Keras optimizer name (adam, rmsprop, sgd, adagrad, ...)"),
         "bucketing": Rule(lambda v: isinstance(v, bool), "true or false"),
+        "precision": Rule(lambda v: v in PRECISION_CHOICES, "one of " + ", ".join(PRECISION_CHOICES)),
     }
 
     optimizer: str = "adam"
@@ -165,6 +172,7 @@ class TrainingSettings(_Section):
     patience: int = 3
     bucketing: bool = True
     lr_decay: float | None = None
+    precision: str = "float32"
 
 
 @dataclasses.dataclass(frozen=True)

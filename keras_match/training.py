@@ -32,7 +32,7 @@ import time
 
 import keras
 
-from keras_match import distribution, finetune, preprocessors, provenance, runs
+from keras_match import distribution, finetune, precision, preprocessors, provenance, runs
 from keras_match.callbacks import DevEvaluationCallback
 from keras_match.datasets.download import sha256_of
 from keras_match.recipe import Recipe
@@ -234,7 +234,8 @@ def train(
                                     patience=settings.training.patience)
         print(
             f"training {name} on {spec} ({task.kind}, {mode} batches"
-            f"{', length-bucketed' if settings.training.bucketing else ''}): "
+            f"{', length-bucketed' if settings.training.bucketing else ''}, "
+            f"{precision.describe(recipe.overrides.get('precision', settings.training.precision))}): "
             f"{describe_split('train', recipe.train_split)}, {_describe_vocabulary(preprocessor, coverage)}"
             + (f" (resuming after epoch {dev.completed_epochs})" if resuming else "")
             + (f"; fine-tuning {config['init_preset']['preset']} ({transferred['new_rows']:,} new embedding "
@@ -274,6 +275,7 @@ def train(
             "dataset": spec,
             "task": task.kind,
             "loss_mode": mode,
+            "precision": settings.training.precision,
             "run_dir": str(files.root),
             "best_epoch": dev.state["best_epoch"],
             "epochs_run": epochs_run,
@@ -296,7 +298,7 @@ def train(
             start, seed=seed, settings=config["settings"], dataset=spec, train_split=train_split,
             max_train_questions=max_train_questions, data_files=config["data_files"],
             embeddings={"path": config["embeddings"], "sha256": config["embeddings_sha256"]},
-            resumed_after_epoch=first_epoch or None)
+            precision=settings.training.precision, resumed_after_epoch=first_epoch or None)
         trained_here = epochs_run - first_epoch  # a resumed run: the epochs of this process only
         report["train_pairs_per_s"] = (round(len(recipe.train_examples) * trained_here / fit_seconds, 1)
                                        if trained_here > 0 and fit_seconds > 0 else None)

@@ -37,6 +37,7 @@ import typing
 
 import keras
 
+from keras_match import precision as precision_lib
 from keras_match.registries import Registry
 from keras_match.settings import NON_NEGATIVE_NUMBER
 from keras_match.settings import OPTIONAL_POSITIVE_INT
@@ -311,6 +312,9 @@ def resolve(name, **overrides) -> Settings:
         preprocessing=preprocessor_class.Settings.from_dict(preprocessing, f"zoo entry {name!r}"),
     )
     _check_model_arguments(settings, family, preprocessor_class)
+    if settings.training.precision == "auto":  # a run records what it computes in, not what picked it
+        settings = dataclasses.replace(settings, training=dataclasses.replace(
+            settings.training, precision=precision_lib.resolve("auto")))
     return settings
 
 
@@ -343,7 +347,8 @@ def build(settings: Settings, embeddings=None, **model_arguments):
     kwargs = dict(settings.model)
     kwargs.setdefault("name", settings.name)
     kwargs.update({key: value for key, value in arguments.items() if key in taken or value})
-    return family.builder(settings.builder)(embeddings=embeddings, **kwargs)
+    with precision_lib.scope(settings.training.precision):  # the layers compute in the run's precision
+        return family.builder(settings.builder)(embeddings=embeddings, **kwargs)
 
 
 def optimizer(settings: Settings):

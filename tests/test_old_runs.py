@@ -81,4 +81,5 @@ def test_a_first_layout_classifier_keeps_its_labels(tmp_path):
     assert converted["settings"]["preprocessing"] == {"max_question_length": 40, "max_answer_length": 40,
                                                       "overlap_features": False, "bm25_feature": False,
                                                       "lowercase": True}
-    assert converted["settings"]["training"] == {"learning_rate": 0.001}
+    # a run of the first layout trained in float32, before the precision setting existed: read as such
+    assert converted["settings"]["training"] == {"learning_rate": 0.001, "precision": "float32"}

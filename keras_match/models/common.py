@@ -96,7 +96,8 @@ def output_head(x, head="softmax", num_classes=None, regularizer=None):
         regularizer: kernel regularizer of the output layer.
 
     Returns:
-        The output tensor, from a layer named `keras_match.heads.OUTPUT_LAYERS[head]`.
+        The output tensor, from a layer named `keras_match.heads.OUTPUT_LAYERS[head]`; float32 whatever the
+        model's precision (the layer computes in float32 under `mixed_bfloat16` too).
 
     Raises:
         ValueError: unknown head, or a classification head without `num_classes >= 2`.
@@ -105,8 +106,11 @@ def output_head(x, head="softmax", num_classes=None, regularizer=None):
 
     units = heads.check_head(head, num_classes)
     activation = None if head == "score" else "softmax"
+    # float32 under every precision: a bfloat16 score has 8 mantissa bits, so close candidates would tie and the
+    # softmax and the loss would round (`keras_match.precision`); the input is cast up, nothing else changes
     return keras.layers.Dense(
-        units, activation=activation, kernel_regularizer=regularizer, name=heads.OUTPUT_LAYERS[head]
+        units, activation=activation, kernel_regularizer=regularizer, dtype="float32",
+        name=heads.OUTPUT_LAYERS[head]
     )(x)
 
 
