@@ -72,7 +72,7 @@ class CellByCellCoupledLSTM2D(CoupledLSTM2D):
     """`CoupledLSTM2D` with the cell-by-cell schedule in place of the wavefront (nothing else differs)."""
 
     def _grid_states(self, cell, inputs_at, n, m, batch):
-        return cell_by_cell(cell, inputs_at, n, m, batch, self.directions, self.output_units, self.compute_dtype)
+        return cell_by_cell(cell, inputs_at, n, m, batch, self.directions, self.output_units, self.state_dtype)
 
 
 def _step_function(layer, x, y, projection):

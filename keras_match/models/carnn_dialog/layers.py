@@ -6,6 +6,7 @@ from __future__ import annotations
 import keras
 from keras import ops
 
+from keras_match.layers.masked_ops import accumulation_dtype
 from keras_match.layers.masked_ops import as_bool_mask
 from keras_match.layers.masked_ops import masked_softmax
 
@@ -55,7 +56,14 @@ class HistoryAttention(keras.layers.Layer):
             one that is not None is used).
 
     Returns:
-        `h_his`, float `[batch, d]`. Padded turns change nothing, whatever they hold.
+        `h_his`, float `[batch, d]` in the compute dtype. Padded turns change nothing, whatever they hold.
+
+    Precision:
+        Under `mixed_bfloat16` the whole of eq. 8 (residual, dot products, softmax over the turns, weighted sum) is
+        computed in float32 from the bfloat16 inputs and only `h_his` is rounded: the residual `h_m + e_m`, the
+        logits `h~_m^T c` (unnormalised dot products, which can be large) and the weighted sum would each add a
+        rounding of up to 2^-8 of themselves, and a logit's error moves its attention weight by as much. The layer
+        has no weights, so this costs `turns x d` float32 operations per example.
 
     Raises:
         ValueError: at construction, an unknown `empty_history`; at build, inputs that are not three tensors of
@@ -82,6 +90,7 @@ class HistoryAttention(keras.layers.Layer):
 
     def call(self, inputs, mask=None):
         h, e, c = inputs
+        h = ops.cast(h, accumulation_dtype(self.compute_dtype))  # float32 under bfloat16; a no-op in float32
         c = ops.cast(c, h.dtype)
         real = _first_mask(mask)
         residual = h + ops.cast(e, h.dtype)  # h~_m = h_m + e_m
@@ -92,7 +101,7 @@ class HistoryAttention(keras.layers.Layer):
         summary = ops.sum(ops.expand_dims(alpha, -1) * residual, axis=1)  # sum_m alpha_m h~_m
         if self.empty_history == "context" and real is not None:
             summary = ops.where(ops.any(real, axis=1, keepdims=True), summary, c)
-        return summary
+        return ops.cast(summary, self.compute_dtype)
 
     def compute_mask(self, inputs, mask=None):
         return None
@@ -125,7 +134,12 @@ class CandidateScorer(keras.layers.Layer):
             batch).
 
     Returns:
-        float `[batch, C]`, the logits of eq. 10.
+        float `[batch, C]`, the logits of eq. 10: in the compute dtype, but float32 under `mixed_bfloat16`.
+
+    Precision:
+        The scores are the logits of the model's softmax over the candidates (its head), so under
+        `mixed_bfloat16` they are computed in float32 from the bfloat16 inputs and the float32 `W` and returned
+        in float32: rounded to bfloat16's 8-bit mantissa, close candidates would tie.
     """
 
     def __init__(self, projection=False, **kwargs):
@@ -143,12 +157,15 @@ class CandidateScorer(keras.layers.Layer):
                              f"Received {summary}, {candidates}")
         self.kernel = None
         if self.projection:
-            self.kernel = self.add_weight(name="kernel", shape=(summary[-1], summary[-1]), initializer="identity")
+            # Not autocast: read as float32 under mixed_bfloat16 (the variable's dtype; no effect in float32).
+            self.kernel = self.add_weight(name="kernel", shape=(summary[-1], summary[-1]), initializer="identity",
+                                          autocast=False)
 
     def call(self, inputs):
         summary, candidates = inputs
+        summary = ops.cast(summary, accumulation_dtype(self.compute_dtype))  # float32 under bfloat16, else a no-op
         if self.kernel is not None:
-            summary = ops.matmul(summary, self.kernel)
+            summary = ops.matmul(summary, ops.cast(self.kernel, summary.dtype))
         return ops.matmul(summary, ops.transpose(ops.cast(candidates, summary.dtype)))  # h_his^T e_{y_l}
 
     def compute_output_shape(self, input_shape):

@@ -18,6 +18,7 @@ from keras_match.layers.carnn import CARNN
 from keras_match.layers.carnn import VARIANTS
 from keras_match.layers.checks import one_of
 from keras_match.layers.checks import positive_int
+from keras_match.layers.masked_ops import HALF_DTYPES
 
 __all__ = ["ContextualLanguageModel", "ZeroContext", "KINDS", "token_nll", "perplexity", "evaluate_perplexity"]
 
@@ -88,7 +89,14 @@ class ContextualLanguageModel(keras.Model):
         alpha: float in [0, 1], eq. 13's mixing weight. Defaults to 0.5 (the paper's).
         embedding_dim: int or None, the word-embedding width; None means `hidden` (sCARNN needs them equal:
             eq. 6 has no input projection).
-        **kwargs: `keras.Model` arguments (`name`, `dtype`, `trainable`).
+        **kwargs: `keras.Model` arguments (`name`, `trainable`) and `dtype`, the dtype policy of every layer
+            (default: Keras's global policy).
+
+    Precision: under `mixed_bfloat16` the embeddings and the CARNNs compute in bfloat16 (the CARNNs keep their
+    gates and states above bfloat16's precision, `keras_match.layers.CARNN`), but the plain LSTM (`kind="lstm"`)
+    runs in float32, since its cell state rounded to bfloat16's 8-bit mantissa at every step would drift over a
+    sentence, and the two logit layers (`W^(l)`, `W^(c)`) compute in float32, as every head: bfloat16 logits would
+    round the log-loss and the perplexity.
 
     Inputs (a dict):
         `"previous"`: int32 `[batch, Tp]`, the previous sentence's token ids, 0 = padding (an all-zero row: no
@@ -146,16 +154,22 @@ class ContextualLanguageModel(keras.Model):
                              f"`hidden`. Received: embedding_dim={embedding_dim}, hidden={hidden}")
 
         # === Layers ===
-        embedding = keras.layers.Embedding(vocabulary_size, width, mask_zero=True, name="embedding")
+        dtype = kwargs.pop("dtype", None)
+        policy = keras.dtype_policies.get(dtype)  # None: the global policy, what every layer gets by default
+        # Float32 for the LSTM's state and the logits under bfloat16 / float16 (the docstring's "Precision").
+        precise = "float32" if policy.compute_dtype in HALF_DTYPES else policy
+        embedding = keras.layers.Embedding(vocabulary_size, width, mask_zero=True, dtype=policy, name="embedding")
         if kind == LSTM:
-            decoder = keras.layers.LSTM(hidden, return_sequences=True, name="language_model")
+            decoder = keras.layers.LSTM(hidden, return_sequences=True, dtype=precise, name="language_model")
         else:
-            decoder = CARNN(hidden, variant, return_sequences=True, name="language_model")
-        output_layer = keras.layers.Dense(vocabulary_size, name="next_word_logits")  # W^(l), b^(l) (eq. 11)
+            decoder = CARNN(hidden, variant, return_sequences=True, dtype=policy, name="language_model")
+        # W^(l), b^(l) (eq. 11)
+        output_layer = keras.layers.Dense(vocabulary_size, dtype=precise, name="next_word_logits")
         context_encoder = label_head = None
         if kind == CONTEXTUAL:
-            context_encoder = CARNN(hidden, "n", return_sequences=False, name="context_encoder")  # eq. 11
-            label_head = keras.layers.Dense(num_labels, name="label_logits")  # W^(c), b^(c) (eq. 12)
+            context_encoder = CARNN(hidden, "n", return_sequences=False, dtype=policy,
+                                    name="context_encoder")  # eq. 11
+            label_head = keras.layers.Dense(num_labels, dtype=precise, name="label_logits")  # W^(c), b^(c) (eq. 12)
 
         # === Functional model ===
         previous = keras.Input(shape=(None,), dtype="int32", name="previous")
@@ -167,9 +181,10 @@ class ContextualLanguageModel(keras.Model):
         else:
             if kind == CONTEXTUAL:
                 e_previous = embedding(previous)
-                c = context_encoder([e_previous, ZeroContext(name="no_global_context")(previous)])  # c_{t-1}
+                no_context = ZeroContext(dtype=policy, name="no_global_context")(previous)
+                c = context_encoder([e_previous, no_context])  # c_{t-1}
             else:
-                c = ZeroContext(name="zero_context")(tokens)
+                c = ZeroContext(dtype=policy, name="zero_context")(tokens)
             h = decoder([e, c])  # h_1^t .. h_M^t (eq. 11)
         outputs["next_word"] = keras.layers.Activation("linear", dtype="float32", name="next_word")(output_layer(h))
         if kind == CONTEXTUAL:
@@ -184,11 +199,13 @@ class ContextualLanguageModel(keras.Model):
         self.num_labels = num_labels
         self.alpha = float(alpha)
         self.embedding_dim = embedding_dim
+        self._policy = policy  # the layers' (a functional Model keeps no policy of its own)
 
     def get_config(self):
         return {
             "name": self.name,
             "trainable": self.trainable,
+            "dtype": keras.dtype_policies.serialize(self._policy),
             "vocabulary_size": self.vocabulary_size,
             "hidden": self.hidden,
             "kind": self.kind,

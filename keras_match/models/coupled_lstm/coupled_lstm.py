@@ -15,6 +15,7 @@ from keras import ops
 
 from keras_match.layers.checks import one_of
 from keras_match.layers.checks import positive_int
+from keras_match.layers.masked_ops import accumulation_dtype
 
 COUPLINGS = ("loose", "tight")
 DIRECTIONS = (1, 4)
@@ -234,6 +235,11 @@ class CoupledLSTM2D(keras.layers.Layer):
     they are laid out as the grid, so that memory is smaller with the shorter text first. The layer traces with
     unknown batch, `n` and `m` (SavedModel) and converts to ONNX with tf2onnx (a `Loop`).
 
+    Precision: under `mixed_bfloat16` the input projections run in bfloat16, but the recurrence (recurrent matmuls,
+    gates, the `h` and `c` states of the wavefront, the direction sum) runs in float32 (`state_dtype`) and only
+    the output grid is rounded to bfloat16: a cell state rounded to bfloat16's 8-bit mantissa at every cell would
+    drift over the `n + m - 1` diagonals (TC's `c` adds two gated predecessors). Float32 layers are unchanged.
+
     Args:
         units: int, the number of LSTM units d of each LSTM (the paper's "hidden layer size", 50).
         coupling: `"loose"` (LC-LSTMs) or `"tight"` (TC-LSTMs). Defaults to `"loose"`, the paper's best on its
@@ -261,7 +267,7 @@ class CoupledLSTM2D(keras.layers.Layer):
 
     Output shape:
         `[batch, n, m, units]` (tight) or `[batch, n, m, 2 * units]` (loose), in the compute dtype: the sum over
-        directions of `h_{i,j}` (eq. 13).
+        directions of `h_{i,j}` (eq. 13), summed in `state_dtype` before it is cast.
 
     Masking:
         Masks must mark a prefix (right padding): the true lengths are the numbers of real tokens (of rows and
@@ -391,7 +397,10 @@ class CoupledLSTM2D(keras.layers.Layer):
             "recurrent": (self.recurrent_initializer, self.recurrent_regularizer),
             "bias": (self.bias_initializer, self.bias_regularizer),
         }[kind]
-        return self.add_weight(name=name, shape=shape, initializer=initializer, regularizer=regularizer)
+        # The recurrent kernels are read in the recurrence's dtype (`_weight`): not autocast to bfloat16 under
+        # `mixed_bfloat16` (their float32 values reach the float32 recurrence unrounded; no effect in float32).
+        return self.add_weight(name=name, shape=shape, initializer=initializer, regularizer=regularizer,
+                               autocast=kind != "recurrent")
 
     def build(self, input_shape):
         grid, dims = self._input_dims(input_shape)
@@ -411,13 +420,19 @@ class CoupledLSTM2D(keras.layers.Layer):
                         self._add(f"{stream}_recurrent_kernel", (d, 2 * u, 4 * u), "recurrent"))
                 setattr(self, f"{stream}_bias", self._add(f"{stream}_bias", (d, 4 * u), "bias"))
 
-    def _weight(self, name):
-        """The weight `name` as the cells use it, `[directions, ...]`: with `share_streams` LSTM^2's weights are
-        LSTM^1's; with `share_directions` the one slice is broadcast over the directions (its gradient is the sum
-        of the directions' gradients)."""
+    @property
+    def state_dtype(self):
+        """The dtype of the recurrence (cells, states, direction sum): float32 for a bfloat16 / float16 compute
+        dtype (`mixed_bfloat16`), else the compute dtype itself (`keras_match.layers.masked_ops.accumulation_dtype`)."""
+        return accumulation_dtype(self.compute_dtype)
+
+    def _weight(self, name, dtype=None):
+        """The weight `name` as the cells use it, `[directions, ...]`, in `dtype` (default the compute dtype): with
+        `share_streams` LSTM^2's weights are LSTM^1's; with `share_directions` the one slice is broadcast over the
+        directions (its gradient is the sum of the directions' gradients)."""
         if self.share_streams:
             name = name.replace("lstm2", "lstm1")
-        value = tf.cast(getattr(self, name), self.compute_dtype)
+        value = tf.cast(getattr(self, name), dtype or self.compute_dtype)
         if self.share_directions and self.directions > 1:
             value = tf.broadcast_to(value, [self.directions] + list(value.shape[1:]))
         return value
@@ -457,15 +472,21 @@ class CoupledLSTM2D(keras.layers.Layer):
                 )
             inputs_at = self._sequence_inputs(x, y, len_x, len_y, batch, n, m)
 
+        # The recurrence runs in `state_dtype` (float32 under mixed_bfloat16): the input parts of the gates are
+        # projected in the compute dtype and cast up; every cast is a no-op when the two dtypes are one.
+        state_dtype = self.state_dtype
         if self.coupling == "tight":
-            recurrent = self._weight("recurrent_kernel")
+            recurrent = self._weight("recurrent_kernel", state_dtype)
 
             def cell(inputs, h_left, c_left, h_up, c_up):
+                inputs = tf.cast(inputs, state_dtype)
                 return tight_cell(inputs, h_left, c_left, h_up, c_up, recurrent)
         else:
-            recurrent = (self._weight("lstm1_recurrent_kernel"), self._weight("lstm2_recurrent_kernel"))
+            recurrent = (self._weight("lstm1_recurrent_kernel", state_dtype),
+                         self._weight("lstm2_recurrent_kernel", state_dtype))
 
             def cell(inputs, h_left, c_left, h_up, c_up):
+                inputs = (tf.cast(inputs[0], state_dtype), tf.cast(inputs[1], state_dtype))
                 return loose_cell(inputs, h_left, c_left, h_up, c_up, recurrent)
 
         grids = self._grid_states(cell, inputs_at, n, m, batch)
@@ -480,12 +501,13 @@ class CoupledLSTM2D(keras.layers.Layer):
             total = h if total is None else total + h  # eq. 13
         if grid_mask is not None:
             total = tf.where(grid_mask[..., None], total, tf.zeros_like(total))
-        return total
+        return tf.cast(total, self.compute_dtype)
 
     def _grid_states(self, cell, inputs_at, n, m, batch):
-        """`[directions, batch, n, m, units]`, the states of every cell: the wavefront (`wavefront`). The one place
-        the schedule is chosen (`benchmarks/coupled_lstm_speed.py` times a cell-by-cell schedule in its place)."""
-        return wavefront(cell, inputs_at, n, m, batch, self.directions, self.output_units, self.compute_dtype)
+        """`[directions, batch, n, m, units]`, the states of every cell (in `state_dtype`): the wavefront
+        (`wavefront`). The one place the schedule is chosen (`benchmarks/coupled_lstm_speed.py` times a
+        cell-by-cell schedule in its place)."""
+        return wavefront(cell, inputs_at, n, m, batch, self.directions, self.output_units, self.state_dtype)
 
     def _directional(self, values, len_x, len_y, rows_axis, columns_axis):
         """`[D, batch, ...]`: `values` as each direction reads it (reversed along its reversed axes)."""

@@ -61,6 +61,10 @@ class DynamicPooling2D(keras.layers.Layer):
         `[batch, p, q, channels]`, same dtype: the maximum of each channel over each region. Masked cells never
         win (they belong to no region); an example without any real cell gives zeros. The output has no mask.
 
+    Precision:
+        Computed in the compute dtype, bfloat16 under `mixed_bfloat16`, with no cast: a maximum selects one of
+        its inputs and rounds nothing, and the masked cells' fill (-1e9) is within bfloat16's (float32's) range.
+
     Raises:
         ValueError: at construction if `p` or `q` is not a positive integer; at build if the input is not rank 4
             with a defined last dimension.

@@ -8,6 +8,7 @@ from keras_match.layers.checks import one_of
 from keras_match.layers.checks import positive_int
 from keras_match.layers.co_attention import affinity
 from keras_match.layers.co_attention import alignment_pooling
+from keras_match.layers.masked_ops import accumulation_dtype
 from keras_match.layers.masked_ops import check_pair_shape
 from keras_match.layers.masked_ops import pass_pair_masks
 from keras_match.layers.masked_ops import split_pair_masks
@@ -66,6 +67,12 @@ class DecompositionAlignment(keras.layers.Layer):
         whatever sits at padded positions cannot leak; `f` is 0 at padded positions. An empty partner sentence
         gives `h~ = 0`, hence `p = 0`, `o = h`: every word is "unmatched", and all outputs stay finite.
 
+    Precision:
+        Under `mixed_bfloat16` the similarity matrix and `W_a` compute in bfloat16, the softmaxes normalise in
+        float32 (`keras_match.layers.masked_ops.masked_softmax`), and the decomposition and the cosine's unit
+        vectors are computed in float32 and rounded once: `o = h - p` cancels when `h` is nearly parallel to `h~`,
+        and the ratio of two dot products (or an L2 norm) would otherwise carry every product's bfloat16 rounding.
+
     Weights:
         `W_a`: `projection/kernel [2d, units]` (`[4d, units]` for `"concat_diff_prod"`), `projection/bias
         [units]`; plus `bilinear [d, d]` for `similarity="bilinear"`: 2 or 3 trainable weights.
@@ -120,14 +127,19 @@ class DecompositionAlignment(keras.layers.Layer):
         return affinity(hs, ht)  # M [batch, m, n]
 
     def _unit(self, x):
-        return x / ops.sqrt(ops.sum(ops.square(x), axis=-1, keepdims=True) + self.epsilon)
+        dtype = x.dtype
+        x = ops.cast(x, accumulation_dtype(dtype))  # the L2 norm in float32 under bfloat16 (a no-op in float32)
+        return ops.cast(x / ops.sqrt(ops.sum(ops.square(x), axis=-1, keepdims=True) + self.epsilon), dtype)
 
     def decompose(self, h, aligned):
-        """`(p, o)`: the parts of `h` parallel and orthogonal to `aligned` (both `[batch, time, d]`)."""
+        """`(p, o)`: the parts of `h` parallel and orthogonal to `aligned` (both `[batch, time, d]`), in their
+        dtype; computed in float32 for bfloat16 / float16 inputs."""
+        dtype = h.dtype
+        h, aligned = ops.cast(h, accumulation_dtype(dtype)), ops.cast(aligned, accumulation_dtype(dtype))
         coefficient = ops.sum(h * aligned, axis=-1, keepdims=True) / (
             ops.sum(aligned * aligned, axis=-1, keepdims=True) + self.epsilon)
         parallel = coefficient * aligned
-        return parallel, h - parallel
+        return ops.cast(parallel, dtype), ops.cast(h - parallel, dtype)
 
     def _features(self, h, aligned):
         if self.compare == "orthogonal":

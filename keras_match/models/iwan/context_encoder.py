@@ -7,6 +7,7 @@ from keras import ops
 from keras_match.layers.carnn import CARNN
 from keras_match.layers.checks import one_of
 from keras_match.layers.checks import positive_int
+from keras_match.layers.masked_ops import accumulation_dtype
 from keras_match.layers.masked_ops import check_pair_shape
 from keras_match.layers.masked_ops import pass_pair_masks
 from keras_match.layers.masked_ops import split_pair_masks
@@ -57,6 +58,11 @@ class ContextEncoder(keras.layers.Layer):
         Encoder sums over the other sentence's real words with its true length, and the outputs are 0 at padded
         positions, so padding changes nothing. An empty other sentence gives the context `c = 0`.
 
+    Precision:
+        Under `mixed_bfloat16` the BiLSTM runs in float32 (its outputs are rounded to bfloat16 once): an LSTM
+        cell state rounded to bfloat16's 8-bit mantissa at every step drifts over a sentence. The CARNNs keep
+        their gates and states above bfloat16's precision themselves (`keras_match.layers.CARNN`, Precision).
+
     Weights:
         `"bilstm"`: the forward and backward LSTMs' kernels, recurrent kernels and biases (6 trainable weights);
         CARNN encoders: the weights of the two `CARNN` layers `forward` and `backward` (the Position Encoder has
@@ -96,9 +102,10 @@ class ContextEncoder(keras.layers.Layer):
         dim = s_shape[-1]
         units = self.units or dim
         if self.encoder == "bilstm":
+            # float32 under bfloat16 / float16 (the docstring's "Precision"); the layer's own policy otherwise
+            policy = "float32" if accumulation_dtype(self.compute_dtype) != self.compute_dtype else self.dtype_policy
             self.bilstm = keras.layers.Bidirectional(
-                keras.layers.LSTM(units, return_sequences=True, dtype=self.dtype_policy),
-                dtype=self.dtype_policy, name="bilstm")
+                keras.layers.LSTM(units, return_sequences=True, dtype=policy), dtype=policy, name="bilstm")
             self.bilstm.build(s_shape)
             return
         if self.encoder == "scarnn" and units != dim:
@@ -122,6 +129,7 @@ class ContextEncoder(keras.layers.Layer):
         mask_s, mask_t = split_pair_masks(mask)
         if self.encoder == "bilstm":
             hs, ht = self.bilstm(xs, mask=mask_s), self.bilstm(xt, mask=mask_t)
+            hs, ht = ops.cast(hs, self.compute_dtype), ops.cast(ht, self.compute_dtype)  # no-ops in float32
         else:
             context_s = self.position_encoder(xt, mask=mask_t)  # S is read with T's summary, and vice versa
             context_t = self.position_encoder(xs, mask=mask_s)

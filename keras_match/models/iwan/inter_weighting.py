@@ -59,6 +59,11 @@ class InterWeighting(keras.layers.Layer):
         nothing. An empty sentence gives `w = 0` and `v = 0`; an empty other sentence gives `h-bar = 0`. The
         outputs carry no mask.
 
+    Precision:
+        Under `mixed_bfloat16` the Dense layers and `v = sum_i w_i f_i` compute in bfloat16 (a matmul accumulates
+        in float32), while the softmax and the mean `h-bar` normalise in float32 (`keras_match.layers.masked_ops`):
+        a bfloat16 sum over a sentence would round every partial sum to 8 mantissa bits.
+
     Weights:
         `"inter_attention"`: `attention_hidden/kernel [2d, units]`, `attention_hidden/bias [units]` (`W_1`,
         `b_1`) and `attention_score/kernel [units, 1]` (`v`): 3 trainable weights. `"inter_skip"`:
