@@ -421,6 +421,58 @@ def data():
         raise TableError(str(error)) from None
 
 
+def precision_steps():
+    """float32 against mixed bfloat16: one training step and the 1 x 30 serving latency of each family's main
+    entry (benchmarks/precision.py)."""
+    import precision
+
+    return precision.table(_read_json(RESULTS / "precision" / "steps.json"))
+
+
+PRECISION_PAIRS = (
+    ("ctrn_trecqa_raw", 2, 0), ("iwan_trecqa", 1, 1), ("compare_aggregate_wikiqa", 0, 2),
+    ("precision_bfloat16", 3, 4),
+)
+"""(folder of the float32 row, its row, the mixed bfloat16 row of benchmarks/ablations/precision_bfloat16.json)."""
+
+
+def precision_figures():
+    """Issue 55's figures: each entry's float32 row beside the same settings trained in mixed bfloat16
+    (benchmarks/ablations/precision_bfloat16.json), and whether bfloat16's test MAP is within one standard deviation
+    of float32's seeds."""
+    import statistics
+
+    from summarize import cell
+
+    header = ["model", "row", "precision", "seeds", "dev MAP", "test MAP", "test MRR", "epochs", "wall s",
+              "bfloat16 within 1 std of float32"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for folder, row, bf16_row in PRECISION_PAIRS:
+        maps = {}
+        for kind, where, number in (("float32", folder, row), ("mixed_bfloat16", "precision_bfloat16", bf16_row)):
+            try:
+                paths = [path for path in _files(f"{where}/*-s*.json") if int(path.name.split("-")[0]) == number]
+            except TableError:  # the plan's folder holds no result yet
+                paths = []
+            if not paths:
+                lines.append(f"| | row {number} of {where} | {kind} | not run yet | | | | | | |")
+                continue
+            (name, label), group = next(iter(_groups(paths).items()))
+            runs = group["runs"]
+            maps[kind] = [r["test"]["map"] for r in runs if "map" in r.get("test", {})]
+            verdict = ""
+            if kind == "mixed_bfloat16" and len(maps.get("float32", [])) >= 2 and maps[kind]:
+                spread = statistics.stdev(maps["float32"])
+                gap = statistics.mean(maps[kind]) - statistics.mean(maps["float32"])
+                verdict = f"{'yes' if abs(gap) <= spread else 'no'} ({gap:+.3f}, std {spread:.3f})"
+                if len(maps[kind]) < 3:
+                    verdict += f"; {len(maps[kind])} of 3 seeds"
+            lines.append("| " + " | ".join([f"`{name}`", label or "", kind, _seeds(runs), _mean(runs, "dev", "map"),
+                                            _mean(runs, "test", "map"), _mean(runs, "test", "mrr"),
+                                            cell([r["epochs_run"] for r in runs], 1), _wall(runs), verdict]) + " |")
+    return "\n".join(lines)
+
+
 TABLES = {
     "data": data,
     "main-job": main_job,
@@ -438,6 +490,8 @@ TABLES = {
     "carnn-dialog-babi": carnn_dialog_babi,
     "contextual-lm": contextual_lm,
     "shipped-presets": shipped_presets,
+    "precision-steps": precision_steps,
+    "precision-figures": precision_figures,
 }
 """Every generated table: name -> a function returning its markdown (raises TableError)."""
 

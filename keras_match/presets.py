@@ -580,6 +580,8 @@ def write_preset(run_dir, target_dir, *, card_notes=None, float16=False, benchma
         "benchmark": str(benchmark or config.get("dataset")),
         **({"holdout_dev": _holdout_record(holdout_dev)} if holdout_dev else {}),
         "weights": {"file": WEIGHTS_FILE, "dtype": "float16" if float16 else "float32"},
+        # what the run computed in (its figures' precision); the preset loads in float32 unless asked
+        "trained_precision": ((config.get("settings") or {}).get("training") or {}).get("precision", "float32"),
         "embedding": embedding,
         "command": provenance.get("command"),
         "seed": config.get("seed"),

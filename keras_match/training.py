@@ -165,7 +165,8 @@ def train(
     Returns:
         dict with `dev` and `test` figures (ranking: `map`, `mrr`, `p@1`, `num_questions`, `num_skipped`;
         classification: `accuracy`, `macro_f1`, `per_class`, `num_pairs`), `summary` (one printable line per
-        split), `task`, `loss_mode`, `best_epoch`, `epochs_run`, `wall_time_s`, `train_pairs_per_s`,
+        split), `task`, `loss_mode`, `precision` (what the model computed in: the `precision` setting, `auto`
+        resolved), `best_epoch`, `epochs_run`, `wall_time_s`, `train_pairs_per_s`,
         `epoch_seconds` (each epoch's training and dev evaluation, kept across resumes: None for an epoch of a
         checkpoint older than the timing), `run_dir`, `embeddings` coverage and `provenance` (`keras_match.provenance`: the command, code version,
         package versions, machine, start / end time, seed, settings, data files and vectors with their sha256);

@@ -165,3 +165,17 @@ def test_a_shipped_preset_loads_in_float32_unless_asked():
     answers = ["a glacier cave is a cave formed within the ice of a glacier .", "teapots are made of clay ."]
     np.testing.assert_allclose(bf16.score(questions, answers), run.score(questions, answers), atol=0.1)
     assert keras.config.dtype_policy().name == "float32"  # building in a precision leaves the global policy alone
+
+
+def test_tune_passes_the_precision_to_every_trial():
+    from keras_match.recipe import Recipe
+
+    args = cli.build_parser().parse_args(["tune", "qrnn", "--dir", "d", "--precision", "mixed_bfloat16"])
+    overrides = cli.command_settings(args)
+    assert overrides == {"precision": "mixed_bfloat16"}
+    # a trial's settings: the command's fixed settings under the trial's values (Recipe.with_settings)
+    recipe = Recipe(settings=zoo.resolve("qrnn", **overrides), overrides=overrides, dataset=None, task=None,
+                    vectors=None, train_split=None, train_examples=None, dev_examples=None, seed=1)
+    recipe.task = type("Task", (), {"check_preprocessor": lambda *a: None, "check_mode": lambda *a: None,
+                                    "model_settings": lambda self, model: {}})()
+    assert recipe.with_settings(dropout=0.3).training.precision == "mixed_bfloat16"
