@@ -464,7 +464,8 @@ def precision_figures():
             if kind == "mixed_bfloat16" and len(maps.get("float32", [])) >= 2 and maps[kind]:
                 spread = statistics.stdev(maps["float32"])
                 gap = statistics.mean(maps[kind]) - statistics.mean(maps["float32"])
-                verdict = f"{'yes' if abs(gap) <= spread else 'no'} ({gap:+.3f}, std {spread:.3f})"
+                word = "yes" if abs(gap) <= spread else ("no, above" if gap > 0 else "no, below")
+                verdict = f"{word} ({gap:+.3f}, std {spread:.3f})"
                 if len(maps[kind]) < 3:
                     verdict += f"; {len(maps[kind])} of 3 seeds"
             lines.append("| " + " | ".join([f"`{name}`", label or "", kind, _seeds(runs), _mean(runs, "dev", "map"),

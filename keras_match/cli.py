@@ -254,6 +254,7 @@ def _cmd_export(args):
         if not 1 <= args.opset <= export.MAX_ONNX_OPSET:
             raise ValueError(f"--opset {args.opset}: tf2onnx writes opsets 1 to {export.MAX_ONNX_OPSET}; nothing "
                              "was written")
+        export.check_onnx_precision(args.precision or "float32")
         if args.onnx_path and os.path.exists(args.onnx_path):
             raise FileExistsError(f"--onnx-path {args.onnx_path} exists: give a new folder; nothing was written")
     from keras_match import presets

@@ -510,6 +510,17 @@ def _onnx_problems(model_proto):
     return sorted(problems)
 
 
+ONNX_BFLOAT16 = ("ONNX export takes a float32 SavedModel: tf2onnx 1.17 converts a mixed_bfloat16 graph into one "
+                 "whose nodes mix float16 and bfloat16 tensors, which onnxruntime refuses to load; export with "
+                 "--precision float32 (the default) for ONNX")
+
+
+def check_onnx_precision(precision):
+    """Raises ValueError (`ONNX_BFLOAT16`) for a precision the ONNX export cannot convert (`mixed_bfloat16`)."""
+    if precision != "float32":
+        raise ValueError(ONNX_BFLOAT16)
+
+
 def to_onnx(saved_model_dir, output_dir=None, *, opset=MAX_ONNX_OPSET, atol=1e-4, samples=None):
     """Convert the `serve_ids` signature of an exported SavedModel to ONNX and verify it in onnxruntime.
 
@@ -542,7 +553,8 @@ def to_onnx(saved_model_dir, output_dir=None, *, opset=MAX_ONNX_OPSET, atol=1e-4
         FileExistsError: `output_dir` exists.
         FileNotFoundError: `saved_model_dir` is not a keras-match export.
         keras_match.storage.WriteError: the folder could not be written (full disk, read-only); nothing is left.
-        ValueError: `opset` above 18 or below 1.
+        ValueError: `opset` above 18 or below 1; an export in mixed_bfloat16 (`ONNX_BFLOAT16`: tf2onnx cannot
+            convert it into a model onnxruntime loads).
         ImportError: tf2onnx / onnxruntime missing (`pip install keras-match[onnx]`).
     """
     if isinstance(opset, bool) or not isinstance(opset, int) or not 1 <= opset <= MAX_ONNX_OPSET:
@@ -556,6 +568,7 @@ def to_onnx(saved_model_dir, output_dir=None, *, opset=MAX_ONNX_OPSET, atol=1e-4
                           f"({error})") from error
     saved_model_dir = pathlib.Path(saved_model_dir)
     metadata = read_metadata(saved_model_dir)
+    check_onnx_precision(metadata.get("precision", "float32"))
     target = pathlib.Path(output_dir) if output_dir is not None else onnx_dir_for(saved_model_dir)
     if target.exists():
         raise FileExistsError(f"{target} exists: ONNX exports are never overwritten")

@@ -179,3 +179,15 @@ def test_tune_passes_the_precision_to_every_trial():
     recipe.task = type("Task", (), {"check_preprocessor": lambda *a: None, "check_mode": lambda *a: None,
                                     "model_settings": lambda self, model: {}})()
     assert recipe.with_settings(dropout=0.3).training.precision == "mixed_bfloat16"
+
+
+def test_onnx_of_a_bfloat16_export_is_refused_before_anything_is_written(bfloat16_run, tmp_path, capsys):
+    assert cli.main(["export", str(bfloat16_run), "--to", str(tmp_path / "export"), "--precision",
+                     "mixed_bfloat16", "--onnx", "--no-warmup"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "ONNX export takes a float32 SavedModel" in err[0] and "--precision float32" in err[0]
+    assert not (tmp_path / "export").exists()
+    version = export.saved_model(bfloat16_run, tmp_path / "bf16", precision="mixed_bfloat16", warmup=False)
+    with pytest.raises(ValueError, match="tf2onnx 1.17 converts a mixed_bfloat16 graph"):
+        export.to_onnx(version)
+    assert not (tmp_path / "bf16" / "onnx").exists()
