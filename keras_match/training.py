@@ -235,8 +235,8 @@ def train(
                                     patience=settings.training.patience)
         print(
             f"training {name} on {spec} ({task.kind}, {mode} batches"
-            f"{', length-bucketed' if settings.training.bucketing else ''}, "
-            f"{precision.describe(recipe.overrides.get('precision', settings.training.precision))}): "
+            f"{', length-bucketed' if settings.training.bucketing else ''}) in "
+            f"{precision.describe(recipe.overrides.get('precision', settings.training.precision))}: "
             f"{describe_split('train', recipe.train_split)}, {_describe_vocabulary(preprocessor, coverage)}"
             + (f" (resuming after epoch {dev.completed_epochs})" if resuming else "")
             + (f"; fine-tuning {config['init_preset']['preset']} ({transferred['new_rows']:,} new embedding "
