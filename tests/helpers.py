@@ -110,3 +110,30 @@ def run_layer_test(layer_factory, inputs, masks=None, expected_shape=None, expec
     reloaded = keras.models.load_model(path)
     assert_same_outputs(to_numpy(reloaded(model_inputs)), model_outputs, atol=1e-6)
     return layer, outputs
+
+
+# bfloat16 checks of the families' layers (tests/models/*/test_*_bfloat16.py)
+BF16 = "mixed_bfloat16"
+U = 2.0**-8
+"""The largest relative error of one rounding to bfloat16 (8 significant bits)."""
+
+
+def as_float(structure):
+    return keras.tree.map_structure(lambda a: np.asarray(a, np.float64), structure)
+
+
+def assert_bf16(actual, float32_actual):
+    """`actual` is bfloat16 and was computed in bfloat16 (it is not the float32 result)."""
+    for a in keras.tree.flatten(actual):
+        assert keras.backend.standardize_dtype(a.dtype) == "bfloat16"
+    assert not all(np.array_equal(as_float(a), b) for a, b in zip(keras.tree.flatten(actual),
+                                                                   keras.tree.flatten(float32_actual)))
+
+
+def assert_within(actual, expected, roundings, scale=None, err_msg=""):
+    """|actual - expected| <= roundings * U * scale (scale: the largest |expected| unless given, per element)."""
+    expected = np.asarray(expected, np.float64)
+    scale = np.abs(expected).max() if scale is None else np.asarray(scale, np.float64)
+    bound = roundings * U * scale
+    error = np.abs(as_float(actual) - expected)
+    assert np.all(error <= bound), f"{err_msg}: error {np.max(error / bound):.2f} x the bound ({roundings} roundings)"

@@ -22,35 +22,17 @@ from keras_match.models.ctrn.qrnn import gate
 from keras_match.models.ctrn.qrnn import gate_of_padding
 
 import references_ctrn as ref
+from helpers import BF16
+from helpers import U
+from helpers import as_float
+from helpers import assert_bf16
+from helpers import assert_within
 from helpers import call_layer
 from helpers import pad_more
 from helpers import padded_batch
 
-BF16 = "mixed_bfloat16"
-U = 2.0**-8
 QRNN_ROUNDINGS = 6
 CTRN_ROUNDINGS = 11
-
-
-def as_float(structure):
-    return keras.tree.map_structure(lambda a: np.asarray(a, np.float64), structure)
-
-
-def assert_bf16(actual, float32_actual):
-    """`actual` is bfloat16 and was computed in bfloat16 (it is not the float32 result)."""
-    for a in keras.tree.flatten(actual):
-        assert keras.backend.standardize_dtype(a.dtype) == "bfloat16"
-    assert not all(np.array_equal(as_float(a), b) for a, b in zip(keras.tree.flatten(actual),
-                                                                   keras.tree.flatten(float32_actual)))
-
-
-def assert_within(actual, expected, roundings, scale=None, err_msg=""):
-    """|actual - expected| <= roundings * U * scale (scale: the largest |expected| unless given)."""
-    expected = np.asarray(expected, np.float64)
-    scale = np.abs(expected).max() if scale is None else scale
-    bound = roundings * U * scale
-    error = np.abs(as_float(actual) - expected)
-    assert np.all(error <= bound), f"{err_msg}: error {np.max(error / bound):.2f} x the bound ({roundings} roundings)"
 
 
 def randomized(make, rng, input_shape, scale):

@@ -19,33 +19,15 @@ from keras_match.models.mcan import MultiCastAttention
 from keras_match.models.mcan import get_compression
 
 import references_mcan as ref
+from helpers import BF16
+from helpers import U
+from helpers import as_float
+from helpers import assert_bf16
+from helpers import assert_within
 from helpers import call_layer
 from helpers import pad_more
 from helpers import padded_batch
 
-BF16 = "mixed_bfloat16"
-U = 2.0**-8
-
-
-def as_float(structure):
-    return keras.tree.map_structure(lambda a: np.asarray(a, np.float64), structure)
-
-
-def assert_bf16(actual, float32_actual):
-    """`actual` is bfloat16 and was computed in bfloat16 (it is not the float32 result)."""
-    for a in keras.tree.flatten(actual):
-        assert keras.backend.standardize_dtype(a.dtype) == "bfloat16"
-    assert not all(np.array_equal(as_float(a), b) for a, b in zip(keras.tree.flatten(actual),
-                                                                   keras.tree.flatten(float32_actual)))
-
-
-def assert_within(actual, expected, roundings, scale=None, err_msg=""):
-    """|actual - expected| <= roundings * U * scale (scale: the largest |expected| unless given, per element)."""
-    expected = np.asarray(expected, np.float64)
-    scale = np.abs(expected).max() if scale is None else np.asarray(scale, np.float64)
-    bound = roundings * U * scale
-    error = np.abs(as_float(actual) - expected)
-    assert np.all(error <= bound), f"{err_msg}: error {np.max(error / bound):.2f} x the bound ({roundings} roundings)"
 
 
 def twin(layer_factory, float32_layer, input_shape):
