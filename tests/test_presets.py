@@ -137,8 +137,13 @@ def test_a_fresh_process_without_the_data_scores_exactly_as_the_run(preset, run,
 def test_rank_orders_best_first_and_keeps_ties_in_input_order(preset_run, run):
     answers = ["the scandal broke in 1923 .", "zzqx", "the scandal broke in 1923 .", "zzqx"]
     scores, order = preset_run.rank("when was the teapot dome scandal ?", answers)
-    np.testing.assert_array_equal(scores, run.rank("when was the teapot dome scandal ?", answers).scores)
+    # the same weights in a second model: TensorFlow's CPU kernels do not promise the same last bit across two
+    # models (a one-ulp, 3e-8, difference showed up under load), so as for the fresh process above: within 1e-6
+    ran = run.rank("when was the teapot dome scandal ?", answers)
+    np.testing.assert_allclose(scores, ran.scores, atol=1e-6, rtol=0)
+    # equal texts in one call score bit for bit the same, and ties keep the order the candidates came in
     assert scores[0] == scores[2] and scores[1] == scores[3]
+    assert order.tolist() == ran.order.tolist()
     first, second = (0, 2), (1, 3)
     assert order.tolist() == list(first + second if scores[0] > scores[1] else second + first)
     assert preset_run.rank("q", []).order.shape == (0,)
