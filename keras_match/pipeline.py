@@ -292,6 +292,28 @@ def _dataset(generate, inputs, mode, sequence_inputs):
     return dataset.map(lambda x, y: (trim_padding(x, sequence_inputs), y))
 
 
+_INFERENCE = weakref.WeakKeyDictionary()
+"""model -> {input signature: its inference tf.function} (`_inference_function`)."""
+
+
+def _inference_function(model, element_spec):
+    """`model(inputs, training=False)` as a tf.function traced once for every batch and text length.
+
+    Keras' `predict` traces its step for the first batch's shapes, again for the second's, and again with the sizes
+    that differ left open: 3 traces of the whole model where batches are cut to their longest text, 2-8 s each.
+    This function's input signature leaves every dimension open from the start, so a model is traced once for all
+    the scoring of a process.
+    """
+    signature = {key: tf.TensorSpec([None] * spec.shape.rank, spec.dtype, name=key)
+                 for key, spec in element_spec.items()}
+    key = tuple(sorted((name, spec.dtype.name, spec.shape.rank) for name, spec in signature.items()))
+    functions = _INFERENCE.setdefault(model, {})
+    if key not in functions:
+        held = weakref.ref(model)  # the cache must not keep the model alive
+        functions[key] = tf.function(lambda batch: held()(batch, training=False), input_signature=[signature])
+    return functions[key]
+
+
 def predict(model, inputs, sequence_inputs, batch_size=PREDICT_BATCH) -> np.ndarray:
     """The model's outputs for encoded inputs, in the caller's order.
 
@@ -308,7 +330,8 @@ def predict(model, inputs, sequence_inputs, batch_size=PREDICT_BATCH) -> np.ndar
     ordered = {key: np.asarray(value)[order] for key, value in inputs.items()}
     dataset = tf.data.Dataset.from_tensor_slices(ordered).batch(batch_size).map(
         lambda batch: trim_padding(batch, sequence_inputs))
-    outputs = np.asarray(model.predict(dataset, verbose=0), dtype=np.float32)
+    call = _inference_function(model, dataset.element_spec)
+    outputs = np.concatenate([np.asarray(call(batch), dtype=np.float32) for batch in dataset])
     restored = np.empty_like(outputs)
     restored[order] = outputs
     return restored

@@ -72,9 +72,9 @@ from __future__ import annotations
 
 import collections
 import os
+import re
 import shutil
 import tempfile
-import unicodedata
 import warnings
 import weakref
 from typing import Iterable, Sequence
@@ -286,6 +286,12 @@ def tokenize(texts, lowercase: bool = True) -> tf.RaggedTensor:
 # --------------------------------------------------------------------------------------------------------------
 
 
+_WHITESPACE_OR_CONTROL = re.compile(r"[\s\x00-\x1f\x7f-\x9f]")
+"""A character no vocabulary word may hold: whitespace (`\\s` is `str.isspace`) or a control character (Unicode
+category Cc, exactly U+0000-U+001F and U+007F-U+009F); one regex search a word, where a loop over the characters
+made checking GloVe's 400,000 words take 3.5 s."""
+
+
 def _validate_vocabulary(tokens: Sequence, source: str = "vocabulary") -> list[str]:
     """Checks a vocabulary list; returns it as a list of ``str``. Errors name the offending index."""
 
@@ -306,8 +312,9 @@ def _validate_vocabulary(tokens: Sequence, source: str = "vocabulary") -> list[s
         if token in RESERVED_TOKENS:
             raise ValueError(f"{where(i)} is the reserved token {token!r} (ids {PAD_ID} and {OOV_ID} are "
                              f"reserved; leave them out of the vocabulary)")
-        bad = next((c for c in token if c.isspace() or unicodedata.category(c) == "Cc"), None)
-        if bad is not None:
+        found = _WHITESPACE_OR_CONTROL.search(token)
+        if found is not None:
+            bad = found.group()
             raise ValueError(f"{where(i)} = {token!r} contains whitespace or a control character ({bad!r})"
                              + (" (CRLF line endings?)" if bad == "\r" else ""))
         if token in first_index:
