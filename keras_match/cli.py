@@ -183,18 +183,55 @@ def _text_inputs(items, preprocessor, command):
     return {name: values * count if len(values) == 1 else values for name, values in texts.items()}
 
 
+def _explain_options(family, items):
+    """The options of `family.explain_options` among the command's extra arguments, and the rest (the texts).
+
+    Raises:
+        ValueError: an option that another family's explanation takes (one line naming what this one takes).
+    """
+    from keras_match import zoo
+
+    parser = _Parser(prog="keras-match explain", add_help=False, allow_abbrev=False)
+    for name, spec in family.explain_options.items():
+        parser.add_argument(f"--{name.replace('_', '-')}", dest=name, default=None, **spec)
+    known, rest = parser.parse_known_args(items)
+    others = {f"--{name.replace('_', '-')}" for other in zoo.families().values() for name in other.explain_options}
+    foreign = [item.split("=", 1)[0] for item in rest if item.split("=", 1)[0] in others]
+    if foreign:
+        takes = " ".join(f"--{name.replace('_', '-')}" for name in family.explain_options) or "no option"
+        raise ValueError(f"explain: a {family.name} run takes {takes}, not {', '.join(foreign)}")
+    return {name: value for name, value in vars(known).items() if value is not None}, rest
+
+
+class _ExplainParser(_Parser):
+    """`keras-match explain`'s parser: its help lists each family's own options (`zoo.Family.explain_options`),
+    read once the run is loaded; the families are imported only for the help."""
+
+    def format_help(self):
+        from keras_match import zoo
+
+        lines = [super().format_help().rstrip(), "", "each family's options:"]
+        for name, family in sorted(zoo.families().items()):
+            for option, spec in family.explain_options.items():
+                metavar = spec.get("metavar", option.upper())
+                lines.append(f"  {name}: --{option.replace('_', '-')} {metavar}{' ...' if spec.get('nargs') else ''}"
+                             f"  {spec.get('help', '')}")
+        return "\n".join(lines) + "\n"
+
+
 def _cmd_explain(args):
     from keras_match import zoo
     from keras_match.runs import load_run, preprocessor_class_of
 
-    texts = _text_inputs(args.texts, preprocessor_class_of(args.run_dir), "explain")
+    preprocessor = preprocessor_class_of(args.run_dir)
     run = load_run(args.run_dir)
     family = zoo.families().get(run.config.get("family")) or zoo.family_of(run.config.get("zoo"))
     if family.explain is None:
-        raise ValueError(f"explain: the {family.name} family has no explanation plot (Compare-Aggregate's CNN "
-                         "maxima and the Coupled-LSTMs grid have one)")
+        having = ", ".join(sorted(name for name, other in zoo.families().items() if other.explain is not None))
+        raise ValueError(f"explain: the {family.name} family has no explanation plot (these have: {having})")
+    options, rest = _explain_options(family, args.texts)
+    texts = _text_inputs(rest, preprocessor, "explain")
     out = args.out or str(pathlib.Path(args.run_dir) / "explain.png")
-    options = {"window": args.window, "neurons": args.neurons}  # each family's explain takes its own, refuses others
     if args.data_dir is not None:
         options["data_dir"] = args.data_dir
     for line in family.explain(run, texts, out, **options):
@@ -521,18 +558,13 @@ def build_parser():
     p.add_argument("--precision", choices=_SCORING_PRECISIONS, default=None, help=_SCORING_PRECISION_HELP)
     p.set_defaults(func=_cmd_evaluate)
 
-    p = sub.add_parser("explain", help="plot what a model attends to for one example (Compare-Aggregate: where the "
-                       "CNN takes each dimension's largest value over the answer's words, the paper's Figure 2; "
-                       "Coupled-LSTMs: chosen neurons over the grid of word pairs, its Figure 3), as PNG; give the "
-                       "run's texts as for predict (--question TEXT --answer TEXT)")
+    p = sub.add_parser("explain", help="plot what a model attends to for one example, as PNG, for a family that has "
+                       "such a plot (keras-match explain --help lists them and their own options); give the run's "
+                       "texts as for predict (--question TEXT --answer TEXT)")
+    p.__class__ = _ExplainParser  # argparse makes every subparser of `parser_class`
     p.add_argument("run_dir")
-    p.add_argument("--window", type=_positive_int, default=None,
-                   help="Compare-Aggregate: window size to show (default: the largest)")
-    p.add_argument("--neurons", nargs="+", default=None,
-                   help="Coupled-LSTMs: the channels to plot, or 'interpretable' (the four whose largest activations "
-                   "fall most often on equal words, over the run's dev split); default: the four of the largest "
-                   "activation on the pair")
-    p.add_argument("--data-dir", default=None, help="Coupled-LSTMs --neurons interpretable: the benchmark data")
+    p.add_argument("--data-dir", default=None, help="the benchmark data, for an explanation that reads the run's "
+                   "dev split")
     p.add_argument("--out", default=None, help="the PNG to write (default RUN_DIR/explain.png)")
     p.set_defaults(func=_cmd_explain)
 

@@ -90,8 +90,11 @@ class Family:
         rules: `{model setting: keras_match.settings.Rule}` for its model settings (added to
             `COMMON_MODEL_RULES`); settings without a rule keep the kind of the preset's value.
         search_space: a search-space dict, or the file name under `tuning/` (default `"<name>.json"`).
-        explain: optional `explain(run, texts, out, window=None) -> list of str`, what `keras-match explain`
-            prints after writing the plot `out`.
+        explain: optional `explain(run, texts, out, **options) -> list of str`, what `keras-match explain`
+            prints after writing the plot `out`; `options` are the family's `explain_options` the user set.
+        explain_options: `{option name: argparse keyword arguments}` of the options `explain` takes, e.g.
+            `{"window": {"type": int, "help": "..."}}`: `keras-match explain` reads `--window` for this family's
+            runs only (and lists it in `keras-match explain --help`), so the CLI names no family's options.
         score_candidates: optional `score_candidates(model) -> fn(inputs, candidate_ids) -> scores [batch, C]`:
             for a family whose models select among a fixed candidate set kept in the model, the same model
             scoring candidates given at call time (`candidate_ids` int32 `[C, length]`, shared by the batch). The
@@ -109,6 +112,7 @@ class Family:
     rules: dict = dataclasses.field(default_factory=dict)
     search_space: typing.Any = None
     explain: typing.Callable | None = None
+    explain_options: dict = dataclasses.field(default_factory=dict)
     score_candidates: typing.Callable | None = None
     serving_forward: typing.Callable | None = None
     presets: dict | None = None

@@ -48,4 +48,6 @@ FAMILY = zoo.register(zoo.Family(
     builders={"compare_aggregate": build_compare_aggregate},
     rules={"units": POSITIVE_INT, "filters": OPTIONAL_POSITIVE_INT, "dense_units": OPTIONAL_POSITIVE_INT},
     explain=plot_explanation,
+    explain_options={"window": {"type": int, "metavar": "SIZE",
+                                "help": "the CNN window size to show (default: the largest)"}},
 ))

@@ -133,9 +133,9 @@ def plot_explanation(run, texts, out, window=None, **options) -> list:
 
     Raises:
         ValueError: as `conv_maxima`; `texts` holds other than one question and one answer; an option this
-            explanation does not take (`--neurons` is Coupled-LSTMs').
+            explanation does not take.
     """
-    question, answer = explained_pair(texts, options, "Compare-Aggregate", "--window")
+    question, answer = explained_pair(texts, options, "compare_aggregate", "--window")
     result = conv_maxima(run, question, answer, window=window)
     plot_conv_maxima(result, out, question=question)
     top = sorted(zip(result["credit"].tolist(), result["tokens"]), reverse=True)[:5]

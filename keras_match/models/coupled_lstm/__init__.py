@@ -41,4 +41,8 @@ FAMILY = zoo.register(zoo.Family(
         "share_weights": Rule(lambda v: isinstance(v, bool), "true or false"),
     },
     explain=plot_explanation,
+    explain_options={"neurons": {"nargs": "+", "metavar": "K",
+                                 "help": "the channels to plot, or 'interpretable' (the four whose largest "
+                                 "activations fall most often on equal words, over the run's dev split; reads "
+                                 "--data-dir); default: the four of the largest activation on the pair"}},
 ))

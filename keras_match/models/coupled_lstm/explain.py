@@ -213,9 +213,9 @@ def plot_explanation(run, texts, out, neurons=None, data_dir=None, **options) ->
 
     Raises:
         ValueError: as `grid_activations`; `texts` holds other than one question and one answer; an option this
-            explanation does not take (`--window` is Compare-Aggregate's).
+            explanation does not take.
     """
-    question, answer = explained_pair(texts, options, "Coupled-LSTMs", "--neurons")
+    question, answer = explained_pair(texts, options, "coupled_lstm", "--neurons")
     result = grid_activations(run, question, answer)
     lines = []
     if neurons and list(neurons) == ["interpretable"]:
