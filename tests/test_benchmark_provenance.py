@@ -203,3 +203,20 @@ def test_every_benchmark_script_collects_provenance_and_says_so(name):
     source = (REPO / "benchmarks" / f"{name}.py").read_text(encoding="utf-8")
     docstring = source.split('"""')[1]
     assert re.search(r"provenance\.collect\(\s*started", source) and "provenance" in docstring
+
+
+# ---- precision_scoring.py ------------------------------------------------------------------------------------
+
+def test_precision_scoring_table_gives_the_verdict_and_refuses_a_result_without_provenance(tmp_path, capsys):
+    module = benchmark_module("precision_scoring")
+    result = {"preset": "mcan_fm/trecqa-clean", "benchmark": "trecqa-clean", "pairs": 1442,
+              "figures": {"float32": {"map": 0.7782, "mrr": 0.8376}, "mixed_bfloat16": {"map": 0.7808, "mrr": 0.8450}},
+              "difference": {"map": 0.0026, "mrr": 0.0074}, "within_tolerance": False,
+              "seconds": {"float32": 15.2, "mixed_bfloat16": 14.5}}
+    with pytest.raises(SystemExit, match="no provenance"):
+        module.table([result])
+    result["provenance"] = provenance.collect(0.0)
+    (tmp_path / module.file_name(result["preset"])).write_text(json.dumps(result))
+    assert module.main(["--out", str(tmp_path), "--table"]) == 0
+    row = capsys.readouterr().out.strip().splitlines()[-1]
+    assert row == "| `mcan_fm/trecqa-clean` | 1,442 | map | 0.7782 | 0.7808 | +0.0026 | no | 15 / 14 |"
