@@ -429,6 +429,18 @@ def precision_steps():
     return precision.table(_read_json(RESULTS / "precision" / "steps.json"))
 
 
+def precision_scoring():
+    """Each shipped preset's test figures scored in float32 and in mixed bfloat16, against the 0.002 bar for
+    serving in bfloat16 (benchmarks/precision_scoring.py)."""
+    import precision_scoring
+
+    folder = RESULTS / "precision_scoring"
+    files = sorted(folder.glob("*.json"))
+    if not files:
+        raise TableError(f"{folder}: no result file")
+    return precision_scoring.table([_read_json(path) for path in files], folder)
+
+
 PRECISION_PAIRS = (
     ("ctrn_trecqa_raw", 2, 0), ("iwan_trecqa", 1, 1), ("compare_aggregate_wikiqa", 0, 2),
     ("precision_bfloat16", 3, 4),
@@ -493,6 +505,7 @@ TABLES = {
     "shipped-presets": shipped_presets,
     "precision-steps": precision_steps,
     "precision-figures": precision_figures,
+    "precision-scoring": precision_scoring,
 }
 """Every generated table: name -> a function returning its markdown (raises TableError)."""
 
