@@ -52,7 +52,8 @@ def build_recurrent_matcher(
         encode: `encode(q, a, regularizer) -> (hq, ha)`, mapping the projected, masked word sequences
             `[batch, l, width]` to hidden sequences `[batch, l, d]` (masks carried along); `regularizer` is the
             L2 regularizer (or None) its kernels should take.
-        Others: as `build_ctrn`.
+
+    The other arguments are those of `build_ctrn`.
 
     Returns:
         As `build_ctrn`.
@@ -217,8 +218,7 @@ def build_qrnn_matcher(
     one weight set applied to each text on its own (no crossing). The projection, the temporal mean pooling,
     the dense layers, the pair features, dropout and L2 are the same.
 
-    Args:
-        As `build_ctrn`, without `alignment`; `name` defaults to `"qrnn"`.
+    It takes the arguments of `build_ctrn` except `alignment`; `name` defaults to `"qrnn"`.
 
     Returns:
         As `build_ctrn`: an uncompiled `keras.Model` with inputs

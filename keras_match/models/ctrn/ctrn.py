@@ -133,9 +133,21 @@ class CTRN(QRNNConvolutionLayer):
           https://arxiv.org/abs/1711.07656): eq. 1, the CTRN-Q / CTRN-A cells, "Complexity Analysis", Table 2.
     """
 
-    def __init__(self, units, kernel_size=2, alignment="index", **kwargs):
-        # `use_bias`, the initializers and regularizers (keyword arguments) go to `QRNNConvolutionLayer`.
-        super().__init__(units, kernel_size, **kwargs)
+    def __init__(
+        self,
+        units,
+        kernel_size=2,
+        alignment="index",
+        use_bias=True,
+        kernel_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        kernel_regularizer=None,
+        bias_regularizer=None,
+        **kwargs,
+    ):
+        super().__init__(units, kernel_size, use_bias=use_bias, kernel_initializer=kernel_initializer,
+                         bias_initializer=bias_initializer, kernel_regularizer=kernel_regularizer,
+                         bias_regularizer=bias_regularizer, **kwargs)
         one_of("alignment", alignment, ALIGNMENTS)
         self.alignment = alignment
 
