@@ -1,16 +1,17 @@
-"""README's result tables, generated from the committed result files under `benchmarks/results/`.
+"""The result tables of README.md and of the docs pages (`docs/*.md`), generated from the committed result files
+under `benchmarks/results/` (and the shipped presets' metadata).
 
-Every table README shows is one entry of `TABLES`: the result files it reads (figures only, never data) and how
+Every table a page shows is one entry of `TABLES`: the result files it reads (figures only, never data) and how
 it renders them. A result file must say what made it (`keras_match.provenance`: the command, the code version, the
 package versions, the machine and the time, for the file and for every run in it); a file without that is refused
 (exit 1, naming the file), so no table can be made from a figure whose origin is unknown.
 
     python benchmarks/tables.py                          # the tables and the files each reads, as JSON
     python benchmarks/tables.py ctrn-trecqa              # one table, as markdown
-    python benchmarks/tables.py --check README.md        # exit 1 if a README table differs from its files
-    python benchmarks/tables.py --write README.md        # rewrite README's tables from their files
+    python benchmarks/tables.py --check README.md docs/*.md   # exit 1 if a page's table differs from its files
+    python benchmarks/tables.py --write README.md docs/*.md   # rewrite every page's tables from their files
 
-In README each generated table sits between two comment lines, `<!-- table NAME -->` and `<!-- end table -->`;
+In a page each generated table sits between two comment lines, `<!-- table NAME -->` and `<!-- end table -->`;
 `tests/test_readme_tables.py` fails when one of them differs from what this script makes of the committed files.
 """
 
@@ -410,6 +411,59 @@ def shipped_presets():
     return "\n".join(lines)
 
 
+FIGURE_NAMES = {"map": "MAP", "mrr": "MRR", "p@1": "P@1", "accuracy": "accuracy", "macro_f1": "macro-F1",
+                "per_response_accuracy": "per-response accuracy"}
+"""The figures the zoo table can show, in its order, with their printed names."""
+
+
+def _short_citation(paper):
+    """'Tay, Luu, Hui. Title. KDD 2018.' -> 'Tay et al., KDD 2018' (first author, or both of two; venue, year)."""
+    authors, _, rest = (paper or "").partition(". ")
+    venue = re.search(r"\b([A-Z][A-Za-z]*(?:-[A-Z]+)? (?:19|20)\d\d)\b", rest)
+    names = [name.strip() for name in authors.split(",")]
+    first = " and ".join(names) if len(names) == 2 else names[0] + (" et al." if len(names) > 2 else "")
+    return f"{first}, {venue.group(1) if venue else '?'}"
+
+
+def zoo():
+    """README's zoo table: every shipped preset's entry, its paper, the benchmark, the preset's test figure beside
+    the paper's (`reported` in zoo/<family>/<entry>.json) when the paper reports one on that benchmark."""
+    import keras_match
+    from keras_match import zoo as zoo_module
+
+    root = pathlib.Path(keras_match.__file__).parent / "presets"
+    paths = sorted(root.glob("*/*/metadata.json"))
+    if not paths:
+        raise TableError(f"no shipped preset under {root}: benchmarks/ship_presets.py writes them")
+    lines = ["| entry | paper | benchmark | test: ours (the preset) | test: the paper's | shipped preset |",
+             "|---|---|---|---|---|---|"]
+    for path in paths:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+        if "provenance" not in meta:
+            raise TableError(f"{path}: no provenance")
+        entry, benchmark = path.parent.parent.name, path.parent.name
+        preset = zoo_module.describe(entry)
+        test = (meta["weights"].get("figures") or meta["figures"])["test"]
+        reported = preset.get("reported") or {}
+        on_benchmark = reported and benchmark.startswith(str(reported.get("dataset")))
+        names = [name for name in FIGURE_NAMES if name in test and (not on_benchmark or name in reported)]
+        if not on_benchmark:
+            names = names[:2] if names[0] == "map" else names[:1]
+        ours = " / ".join(f"{FIGURE_NAMES[name]} {test[name]:.3f}" for name in names)
+        if on_benchmark:
+            paper = " / ".join(f"{FIGURE_NAMES[name]} {reported[name]:.3f}" for name in names)
+            paper += f" ({reported['table'].split(';')[0].split(',')[0]})" if reported.get("table") else ""
+        elif reported:
+            paper = f"– (the paper's set: {str(reported.get('dataset')).replace(' (', ', ').rstrip(')')})"
+        else:
+            paper = "– (no experiment on it)"
+        if meta.get("holdout_dev"):
+            benchmark += " (the official dev split as test)"
+        lines.append(f"| `{entry}` | {_short_citation(preset.get('paper'))} | {benchmark} | {ours} | {paper} | "
+                     f"`{entry}/{path.parent.name}` |")
+    return "\n".join(lines)
+
+
 def data():
     """The datasets: origin, license, files fetched / built and size on disk (benchmarks/fresh_machine.py)."""
     import fresh_machine
@@ -506,6 +560,7 @@ TABLES = {
     "precision-steps": precision_steps,
     "precision-figures": precision_figures,
     "precision-scoring": precision_scoring,
+    "zoo": zoo,
 }
 """Every generated table: name -> a function returning its markdown (raises TableError)."""
 
@@ -521,7 +576,7 @@ def make(name):
 
 
 def blocks(text):
-    """[(name, first line index, end line index, the table's lines)] of the generated tables in a README text.
+    """[(name, first line index, end line index, the table's lines)] of the generated tables in a page's text.
 
     Raises:
         ValueError: a table opened and not closed, or an unknown table name (with the line number).
@@ -543,17 +598,17 @@ def blocks(text):
 
 
 def differences(text):
-    """{name: unified diff} of README's tables that differ from their regenerated form."""
+    """{name: unified diff} of a page's tables that differ from their regenerated form."""
     differ = {}
     for name, _, _, shown in blocks(text):
         made = make(name).splitlines()
         if shown != made:
-            differ[name] = "\n".join(difflib.unified_diff(shown, made, "README", "regenerated", lineterm=""))
+            differ[name] = "\n".join(difflib.unified_diff(shown, made, "page", "regenerated", lineterm=""))
     return differ
 
 
 def rewrite(text):
-    """README's text with every generated table replaced by its regenerated form."""
+    """A page's text with every generated table replaced by its regenerated form."""
     lines = text.splitlines()
     for name, begin, end, _ in reversed(blocks(text)):
         lines[begin + 1:end] = make(name).splitlines()
@@ -563,8 +618,8 @@ def rewrite(text):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("name", nargs="?", help=f"print this table: {', '.join(TABLES)}")
-    parser.add_argument("--check", metavar="README", help="exit 1 if a generated table of this file differs")
-    parser.add_argument("--write", metavar="README", help="rewrite this file's generated tables")
+    parser.add_argument("--check", metavar="PAGE", nargs="+", help="exit 1 if a generated table of these files differs")
+    parser.add_argument("--write", metavar="PAGE", nargs="+", help="rewrite these files' generated tables")
     args = parser.parse_args(argv)
     try:
         if args.name:
@@ -572,15 +627,27 @@ def main(argv=None):
                 parser.error(f"unknown table {args.name!r} (known: {', '.join(TABLES)})")
             print(make(args.name))
         elif args.check:
-            differ = differences(pathlib.Path(args.check).read_text(encoding="utf-8"))
-            for name, diff in differ.items():
-                print(f"table {name} differs from its result files:\n{diff}", file=sys.stderr)
-            if differ:
+            failed = False
+            for page in args.check:
+                try:
+                    differ = differences(pathlib.Path(page).read_text(encoding="utf-8"))
+                except ValueError as error:
+                    raise ValueError(f"{page}: {error}") from None
+                for name, diff in differ.items():
+                    print(f"{page}: table {name} differs from its result files:\n{diff}", file=sys.stderr)
+                failed = failed or bool(differ)
+                if not differ:
+                    print(f"{page}: every generated table matches its result files")
+            if failed:
                 raise SystemExit(1)
-            print(f"{args.check}: every generated table matches its result files")
         elif args.write:
-            path = pathlib.Path(args.write)
-            path.write_text(rewrite(path.read_text(encoding="utf-8")), encoding="utf-8")
+            for page in args.write:
+                path = pathlib.Path(page)
+                try:
+                    text = rewrite(path.read_text(encoding="utf-8"))
+                except ValueError as error:
+                    raise ValueError(f"{page}: {error}") from None
+                path.write_text(text, encoding="utf-8")
         else:
             print(json.dumps({name: function.__doc__.split("\n")[0] for name, function in TABLES.items()}, indent=2))
     except (TableError, ValueError) as error:

@@ -448,7 +448,8 @@ def benchmark_dataset(benchmark, holdout_dev=None, data_dir=None, download=None)
     Args:
         benchmark: a dataset name of `keras-match --dataset`.
         holdout_dev: `None`, or `{"fraction": ..., "train_split": ...}` (`write_preset`'s `holdout_dev`).
-        data_dir, download: as `load_by_name`.
+        data_dir: as `load_by_name`.
+        download: as `load_by_name`.
 
     Raises:
         FileNotFoundError, keras_match.datasets.download.DataError: the data is not found.
@@ -474,7 +475,8 @@ def largest_figure_difference(measured: dict, reference: dict, splits=None) -> f
     """The largest `|measured - reference|` over every figure both give (`figure_differences`), or None.
 
     Args:
-        measured, reference: figures by split, `{"dev": {"map": ...}, "test": {...}}`.
+        measured: figures by split, `{"dev": {"map": ...}, "test": {...}}`.
+        reference: figures by split, as `measured`.
         splits: the splits compared (default: every split both give).
     """
     difference = figure_differences(measured, reference)

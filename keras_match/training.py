@@ -151,7 +151,8 @@ def train(
             randomly initialised (and then trainable) embeddings. With frozen vectors the vocabulary is the
             training words followed by the file's words (`max_vocabulary=N` keeps the file's first N).
         run_dir: where the run is written; default `runs/<name>-<dataset>`.
-        epochs, batch_size: override the preset's values.
+        epochs: overrides the preset's number of epochs.
+        batch_size: overrides the preset's batch size.
         max_train_questions: train on the first N training questions (pairs, for classification) only.
         seed: random seed for weights, dropout and batches.
         verbose: Keras `fit` verbosity (`"auto"`: a progress bar on a terminal, a line per epoch otherwise).

@@ -42,7 +42,7 @@ def test_transfer_table_refuses_a_result_without_provenance_naming_the_file(tmp_
 
 
 def test_transfer_without_runs_scores_bm25_on_the_chosen_split(data_dir, capsys):
-    """README's BM25 rows (`benchmarks/results/bm25/`): no run folders, `--split dev`."""
+    """The BM25 rows of the docs' tables (`benchmarks/results/bm25/`): no run folders, `--split dev`."""
     module = benchmark_module("transfer")
     module.main(["--datasets", "trecqa-raw", "--split", "dev", "--data-dir", str(data_dir)])
     result = json.loads(capsys.readouterr().out)

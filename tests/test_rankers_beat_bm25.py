@@ -1,6 +1,6 @@
-"""Rankers trained long enough beat BM25 (issue 31): every committed ranking result of README's tables (the runs
+"""Rankers trained long enough beat BM25 (issue 31): every committed ranking result of the docs' tables (the runs
 of `benchmarks/ablation.py`, trained to the end of their plan) scored a higher dev MAP, on every seed, than BM25
-on the same dev split, recomputed here (bm25s, deterministic); and the BM25 figures README's tables print
+on the same dev split, recomputed here (bm25s, deterministic); and the BM25 figures those tables print
 (`benchmarks/results/bm25/`) are what BM25 gives today.
 
 CI's own short runs (one epoch on 100 questions, widths 8) are not trained long enough to reach BM25 (raw TrecQA
@@ -18,7 +18,8 @@ from keras_match.datasets.catalog import load_by_name
 
 RESULTS = pathlib.Path(__file__).resolve().parent.parent / "benchmarks" / "results"
 RANKING_RESULTS = {"ctrn_trecqa_raw": 15, "semeval2016": 12, "compare_aggregate_wikiqa": 11}
-"""The folders of README's ranking tables and how many result files each holds at least."""
+"""The folders of the ranking tables (docs/ctrn.md, docs/compare-aggregate.md) and how many result files each holds
+at least."""
 
 
 def _bm25_on(dataset_name, split, holdout, data_dir):

@@ -13,7 +13,6 @@ from keras import ops
 from keras_match.layers.checks import last_dim
 from keras_match.layers.checks import one_of
 from keras_match.layers.checks import positive_int
-from keras_match.layers.docstrings import fill_docstring
 from keras_match.layers.gated_recurrence import gated_linear_recurrence
 from keras_match.layers.highway import _clone_initializer
 from keras_match.layers.masked_ops import HALF_DTYPES
@@ -24,33 +23,6 @@ from keras_match.layers.masked_ops import zero_padded
 VARIANTS = ("n", "i", "s")
 """The CARNN units: "n" non-independent gates (eq. 3), "i" independent gates (eq. 5), "s" simplified candidate
 (eq. 6)."""
-
-CARNN_DOCS = {
-    "variant_arg": """variant: `"n"` (nCARNN, eq. 3: the gates read `h_{m-1}`), `"i"` (iCARNN, eq. 5: the gates read
-    only `c` and `e_m`) or `"s"` (sCARNN, eq. 6: iCARNN's gates and no input projection, `e_bar_m = e_m`, so
-    `units` must equal the input width `d`). Defaults to `"n"`.""",
-    "weight_args": """kernel_initializer: initializer of the input, context and projection kernels (each kernel gets
-    its own copy). Defaults to `"glorot_uniform"`.
-recurrent_initializer: initializer of the recurrent kernel (nCARNN only). Defaults to `"orthogonal"`.
-bias_initializer: initializer of the gate and projection biases. Defaults to `"zeros"` (the paper gives none).
-kernel_regularizer: optional regularizer of the input, context and projection kernels.
-recurrent_regularizer: optional regularizer of the recurrent kernel.
-bias_regularizer: optional regularizer of the biases.""",
-    "equations": """g_u^m = sigmoid(W_cu c + W_hu h_{m-1} + W_eu e_m + b_u)       (eq. 3; eq. 5, 6: no W_h term)
-g_f^m = sigmoid(W_cf c + W_hf h_{m-1} + W_ef e_m + b_f)       (eq. 3; eq. 5, 6: no W_h term)
-e_bar_m = W_e_bar e_m + b_e_bar                               (eq. 3, 5; eq. 6: e_bar_m = e_m)
-h_m = g_u^m * (g_f^m * e_bar_m) + (1 - g_u^m) * h_{m-1}      (eq. 3, 5, 6)""",
-    "weights": """Weights (in `get_weights()` order; `u` = units, `d` = input width, `dc` = context width):
-    `input_kernel [d, 2u]` (`W_eu | W_ef`), `context_kernel [dc, 2u]` (`W_cu | W_cf`), for "n"
-    `recurrent_kernel [u, 2u]` (`W_hu | W_hf`), `gate_bias [2u]` (`b_u | b_f`), and for "n" and "i"
-    `projection_kernel [d, u]` (`W_e_bar`), `projection_bias [u]` (`b_e_bar`). So 6 ("n"), 5 ("i") or 3 ("s")
-    trainable weights. The update-gate columns come first in every fused kernel.""",
-    "reference": """Reference:
-    - Tran, Lai, Haffari, Zukerman, Bui, Bui. The Context-dependent Additive Recurrent Neural Net. NAACL-HLT
-      2018, pp. 1274-1283, section 3: eq. 3 (nCARNN), 4 (its unrolled form), 5 (iCARNN), 6 (sCARNN), 7 (the
-      unrolled form of sCARNN).""",
-}
-"""Docstring text shared by `CARNNCell` and `CARNN`."""
 
 
 def _check_units_for_variant(layer, variant, units, input_dim):
@@ -63,14 +35,16 @@ def _check_units_for_variant(layer, variant, units, input_dim):
 
 
 @keras.saving.register_keras_serializable(package="keras_match")
-@fill_docstring(**CARNN_DOCS)
 class CARNNCell(keras.layers.Layer):
     """One step of a Context-dependent Additive Recurrent Neural Net unit, for `keras.layers.RNN`.
 
     Implements eq. 3 (nCARNN), eq. 5 (iCARNN) and eq. 6 (sCARNN) of Tran et al. (2018), with `c` the global
     (controlling) context, `e_m` the m-th input, `sigmoid` the logistic function and `*` the element-wise product:
 
-        {equations}
+        g_u^m = sigmoid(W_cu c + W_hu h_{m-1} + W_eu e_m + b_u)       (eq. 3; eq. 5, 6: no W_h term)
+        g_f^m = sigmoid(W_cf c + W_hf h_{m-1} + W_ef e_m + b_f)       (eq. 3; eq. 5, 6: no W_h term)
+        e_bar_m = W_e_bar e_m + b_e_bar                               (eq. 3, 5; eq. 6: e_bar_m = e_m)
+        h_m = g_u^m * (g_f^m * e_bar_m) + (1 - g_u^m) * h_{m-1}      (eq. 3, 5, 6)
 
     The unit is linear in its inputs apart from the gates; `h_M` is a gate-weighted sum of the `e_bar_i` (eq. 4, 7).
 
@@ -82,10 +56,18 @@ class CARNNCell(keras.layers.Layer):
 
     Args:
         units: int, the hidden size `u` (the paper uses 1024 for dialog). For "s" it must equal `d`.
-        {variant_arg}
+        variant: `"n"` (nCARNN, eq. 3: the gates read `h_{m-1}`), `"i"` (iCARNN, eq. 5: the gates read
+            only `c` and `e_m`) or `"s"` (sCARNN, eq. 6: iCARNN's gates and no input projection, `e_bar_m = e_m`, so
+            `units` must equal the input width `d`). Defaults to `"n"`.
         context_dim: int, keyword-only and required: the width `dc` of the context `c`, the trailing part of each
             step's input.
-        {weight_args}
+        kernel_initializer: initializer of the input, context and projection kernels (each kernel gets
+            its own copy). Defaults to `"glorot_uniform"`.
+        recurrent_initializer: initializer of the recurrent kernel (nCARNN only). Defaults to `"orthogonal"`.
+        bias_initializer: initializer of the gate and projection biases. Defaults to `"zeros"` (the paper gives none).
+        kernel_regularizer: optional regularizer of the input, context and projection kernels.
+        recurrent_regularizer: optional regularizer of the recurrent kernel.
+        bias_regularizer: optional regularizer of the biases.
         **kwargs: standard `keras.layers.Layer` arguments (`name`, `dtype`, `trainable`).
 
     Call arguments:
@@ -114,7 +96,11 @@ class CARNNCell(keras.layers.Layer):
     Masking:
         Done by `keras.layers.RNN` (a masked step keeps the previous state); the cell itself sees no mask.
 
-    {weights}
+    Weights (in `get_weights()` order; `u` = units, `d` = input width, `dc` = context width):
+        `input_kernel [d, 2u]` (`W_eu | W_ef`), `context_kernel [dc, 2u]` (`W_cu | W_cf`), for "n"
+        `recurrent_kernel [u, 2u]` (`W_hu | W_hf`), `gate_bias [2u]` (`b_u | b_f`), and for "n" and "i"
+        `projection_kernel [d, u]` (`W_e_bar`), `projection_bias [u]` (`b_e_bar`). So 6 ("n"), 5 ("i") or 3 ("s")
+        trainable weights. The update-gate columns come first in every fused kernel.
 
     Raises:
         ValueError: at construction if `units` or `context_dim` is not a positive integer or `variant` is not
@@ -132,7 +118,10 @@ class CARNNCell(keras.layers.Layer):
     keras.layers.RNN(CARNNCell(50, "s", context_dim=30))(steps)   # [2, 50], the last state
     ```
 
-    {reference}
+    Reference:
+        - Tran, Lai, Haffari, Zukerman, Bui, Bui. The Context-dependent Additive Recurrent Neural Net. NAACL-HLT
+          2018, pp. 1274-1283, section 3: eq. 3 (nCARNN), 4 (its unrolled form), 5 (iCARNN), 6 (sCARNN), 7 (the
+          unrolled form of sCARNN).
     """
 
     def __init__(
@@ -269,14 +258,16 @@ def _time_major_dense(x, kernel, bias=None):
 
 
 @keras.saving.register_keras_serializable(package="keras_match")
-@fill_docstring(**CARNN_DOCS)
 class CARNN(keras.layers.Layer):
     """A Context-dependent Additive Recurrent Neural Net over a sequence, controlled by a context vector.
 
     Implements the nCARNN, iCARNN and sCARNN units of Tran et al. (2018) (eq. 3, 5, 6), run over a sequence
     `e_1 .. e_M` with one global context `c` per example:
 
-        {equations}
+        g_u^m = sigmoid(W_cu c + W_hu h_{m-1} + W_eu e_m + b_u)       (eq. 3; eq. 5, 6: no W_h term)
+        g_f^m = sigmoid(W_cf c + W_hf h_{m-1} + W_ef e_m + b_f)       (eq. 3; eq. 5, 6: no W_h term)
+        e_bar_m = W_e_bar e_m + b_e_bar                               (eq. 3, 5; eq. 6: e_bar_m = e_m)
+        h_m = g_u^m * (g_f^m * e_bar_m) + (1 - g_u^m) * h_{m-1}      (eq. 3, 5, 6)
 
     with `h_0 = 0` **[I]** (the paper does not state the initial state).
 
@@ -294,14 +285,22 @@ class CARNN(keras.layers.Layer):
     Args:
         units: int or None, the hidden size `u` (the paper uses 1024 for dialog). `None` means the input width `d`
             (required for "s", where `units` must be `None` or `d`).
-        {variant_arg}
+        variant: `"n"` (nCARNN, eq. 3: the gates read `h_{m-1}`), `"i"` (iCARNN, eq. 5: the gates read
+            only `c` and `e_m`) or `"s"` (sCARNN, eq. 6: iCARNN's gates and no input projection, `e_bar_m = e_m`, so
+            `units` must equal the input width `d`). Defaults to `"n"`.
         go_backwards: bool. If True the unit runs from the last real token of each example back to the first
             (a reversal within the true length, like `tf.reverse_sequence`); the outputs stay in the input's time
             order, so position `m` holds the state after reading `e_M .. e_m`. Defaults to False.
         return_sequences: bool. True: every state `[batch, time, units]`; False: the last state `[batch, units]`
             (the state after the last real token, or after the first real token with `go_backwards`).
             Defaults to True.
-        {weight_args}
+        kernel_initializer: initializer of the input, context and projection kernels (each kernel gets
+            its own copy). Defaults to `"glorot_uniform"`.
+        recurrent_initializer: initializer of the recurrent kernel (nCARNN only). Defaults to `"orthogonal"`.
+        bias_initializer: initializer of the gate and projection biases. Defaults to `"zeros"` (the paper gives none).
+        kernel_regularizer: optional regularizer of the input, context and projection kernels.
+        recurrent_regularizer: optional regularizer of the recurrent kernel.
+        bias_regularizer: optional regularizer of the biases.
         **kwargs: standard `keras.layers.Layer` arguments (`name`, `dtype`, `trainable`).
 
     Call arguments:
@@ -321,7 +320,11 @@ class CARNN(keras.layers.Layer):
         real outputs. An example without any real token gives zeros. With `return_sequences=True` the sequence
         mask is propagated to the output; the last state carries no mask.
 
-    {weights}
+    Weights (in `get_weights()` order; `u` = units, `d` = input width, `dc` = context width):
+        `input_kernel [d, 2u]` (`W_eu | W_ef`), `context_kernel [dc, 2u]` (`W_cu | W_cf`), for "n"
+        `recurrent_kernel [u, 2u]` (`W_hu | W_hf`), `gate_bias [2u]` (`b_u | b_f`), and for "n" and "i"
+        `projection_kernel [d, u]` (`W_e_bar`), `projection_bias [u]` (`b_e_bar`). So 6 ("n"), 5 ("i") or 3 ("s")
+        trainable weights. The update-gate columns come first in every fused kernel.
 
     Precision:
         Under `mixed_bfloat16` the matmuls run in bfloat16, but the gates (sigmoid, `a_m = 1 - g_u^m`), `b_m` and
@@ -355,7 +358,10 @@ class CARNN(keras.layers.Layer):
     h_s = keras.layers.Concatenate()([forward([s, c_t]), backward([s, c_t])])   # [batch, time_s, 256]
     ```
 
-    {reference}
+    Reference:
+        - Tran, Lai, Haffari, Zukerman, Bui, Bui. The Context-dependent Additive Recurrent Neural Net. NAACL-HLT
+          2018, pp. 1274-1283, section 3: eq. 3 (nCARNN), 4 (its unrolled form), 5 (iCARNN), 6 (sCARNN), 7 (the
+          unrolled form of sCARNN).
     """
 
     def __init__(

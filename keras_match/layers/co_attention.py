@@ -13,7 +13,6 @@ from keras import ops
 
 from keras_match.layers.checks import one_of
 from keras_match.layers.checks import positive_int
-from keras_match.layers.docstrings import fill_docstring
 from keras_match.layers.masked_ops import check_pair_shape
 from keras_match.layers.masked_ops import masked_max
 from keras_match.layers.masked_ops import masked_mean
@@ -145,16 +144,6 @@ def _per_word(vector, like, mask):
     return zero_padded(vector, mask)
 
 
-PROJECTION_DOCS = {
-    "projection_args": """units: int, output size of `F`.
-activation: activation of `F` (name or callable). Defaults to `"relu"`.
-kernel_regularizer: optional regularizer of `F`'s kernel.""",
-    "projection_weights": """Weights:
-    `F`: `projection/kernel [dim, units]`, `projection/bias [units]` (2 trainable weights).""",
-}
-"""Docstring text of the layers built on `ProjectedAttention`: its Args entries and the Weights section."""
-
-
 class ProjectedAttention(keras.layers.Layer):
     """Base class of `CoAttention` and `IntraAttention`: the projection `F` their affinity scores are made of.
 
@@ -198,7 +187,6 @@ class ProjectedAttention(keras.layers.Layer):
 
 
 @keras.saving.register_keras_serializable(package="keras_match")
-@fill_docstring(**PROJECTION_DOCS)
 class CoAttention(ProjectedAttention):
     """Co-attention between a query and a document: affinity matrix plus max, mean and alignment pooling.
 
@@ -224,7 +212,9 @@ class CoAttention(ProjectedAttention):
       aligned vector is a softmax-weighted sum of the partner's words, normalised over the partner's words.
 
     Args:
-        {projection_args}
+        units: int, output size of `F`.
+        activation: activation of `F` (name or callable). Defaults to `"relu"`.
+        kernel_regularizer: optional regularizer of `F`'s kernel.
         pooled_casts: `"broadcast"` (default) or `"weighted"`: what the `max` and `mean` outputs hold per word
             (see above).
         scaled_affinity: divide `s` by `sqrt(units)` (the authors' dot attention). Defaults to False (eq. 2).
@@ -255,7 +245,8 @@ class CoAttention(ProjectedAttention):
         softmaxes normalise and the means over the partner's words sum in float32 (`masked_softmax`,
         `masked_mean`), which would otherwise round at every term; the maxima select a value and need no cast.
 
-    {projection_weights}
+    Weights:
+        `F`: `projection/kernel [dim, units]`, `projection/bias [units]` (2 trainable weights).
 
     Raises:
         ValueError: at construction if `units` is not a positive integer or `pooled_casts` is unknown; at build

@@ -3,17 +3,14 @@
 import keras
 
 from keras_match.layers.checks import sequence_shape
-from keras_match.layers.co_attention import PROJECTION_DOCS
 from keras_match.layers.co_attention import ProjectedAttention
 from keras_match.layers.co_attention import affinity
 from keras_match.layers.co_attention import soft_align
-from keras_match.layers.docstrings import fill_docstring
 from keras_match.layers.masked_ops import as_bool_mask
 from keras_match.layers.masked_ops import zero_padded
 
 
 @keras.saving.register_keras_serializable(package="keras_match")
-@fill_docstring(**PROJECTION_DOCS)
 class IntraAttention(ProjectedAttention):
     """Intra-attention (self-alignment) of one sequence.
 
@@ -28,7 +25,9 @@ class IntraAttention(ProjectedAttention):
     distance bias or self-exclusion is added (the paper mentions none).
 
     Args:
-        {projection_args}
+        units: int, output size of `F`.
+        activation: activation of `F` (name or callable). Defaults to `"relu"`.
+        kernel_regularizer: optional regularizer of `F`'s kernel.
         scaled_affinity: divide `s` by `sqrt(units)` (the authors' dot attention). Defaults to False (eq. 6).
         **kwargs: standard `keras.layers.Layer` arguments (`name`, `dtype`).
 
@@ -47,7 +46,8 @@ class IntraAttention(ProjectedAttention):
         Under `mixed_bfloat16` the projection, the affinity and the weighted sum are bfloat16 matmuls; the softmax
         normalises in float32 (`masked_softmax`), whose row sum would otherwise round at every term.
 
-    {projection_weights}
+    Weights:
+        `F`: `projection/kernel [dim, units]`, `projection/bias [units]` (2 trainable weights).
 
     Raises:
         ValueError: at construction if `units` is not a positive integer; at build if the input is not rank 3

@@ -3,14 +3,11 @@
 import keras
 from keras import ops
 
-from keras_match.layers.docstrings import fill_docstring
 from keras_match.layers.masked_ops import masked_max
-from keras_match.layers.temporal_mean_pooling import POOLING_DOCS
 from keras_match.layers.temporal_mean_pooling import TemporalMeanPooling
 
 
 @keras.saving.register_keras_serializable(package="keras_match")
-@fill_docstring(**POOLING_DOCS)
 class MeanMaxPooling(TemporalMeanPooling):
     """Concatenated masked mean and masked max over time: `h = [mean_t h_t; max_t h_t]`.
 
@@ -37,12 +34,14 @@ class MeanMaxPooling(TemporalMeanPooling):
         Under `mixed_bfloat16` the mean sums and counts in float32 and rounds to bfloat16 once (`masked_mean`); the
         max selects one of the values, exact in bfloat16 (the -1e9 fill is within its float32-sized range).
 
-    {pooling_raises}
+    Raises:
+        ValueError: at build if the input is not rank 3.
 
     Examples:
 
     ```python
-    {example_batch}
+    x = np.random.rand(2, 5, 3).astype("float32")
+    mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], bool)
     MeanMaxPooling()(x, mask=mask)  # [2, 6]; row 0 pools its first 3 positions only
 
     # Usually after a sequence-returning encoder; the mask comes along implicitly:

@@ -4,21 +4,10 @@ import keras
 from keras import ops
 
 from keras_match.layers.checks import sequence_shape
-from keras_match.layers.docstrings import fill_docstring
 from keras_match.layers.masked_ops import masked_mean
-
-POOLING_DOCS = {
-    "pooling_raises": """Raises:
-    ValueError: at build if the input is not rank 3.""",
-    "example_batch": """x = np.random.rand(2, 5, 3).astype("float32")
-mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], bool)""",
-}
-"""Docstring text of the poolings over time (`TemporalMeanPooling` and its subclass `MeanMaxPooling`): the
-Raises section and the padded batch of their examples."""
 
 
 @keras.saving.register_keras_serializable(package="keras_match")
-@fill_docstring(**POOLING_DOCS)
 class TemporalMeanPooling(keras.layers.Layer):
     """Masked mean over time of a sequence of hidden states: `x = mean_t h_t`.
 
@@ -43,12 +32,14 @@ class TemporalMeanPooling(keras.layers.Layer):
         Under `mixed_bfloat16` the sum and the count run in float32 and the mean is rounded to bfloat16 once
         (`masked_mean`): a bfloat16 sum would round at every term, and a bfloat16 count is exact only up to 256.
 
-    {pooling_raises}
+    Raises:
+        ValueError: at build if the input is not rank 3.
 
     Examples:
 
     ```python
-    {example_batch}
+    x = np.random.rand(2, 5, 3).astype("float32")
+    mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], bool)
     TemporalMeanPooling()(x, mask=mask)  # [2, 3]; row 0 averages its first 3 positions
 
     hq, ha = CTRN(512)([q, a])           # masks come along implicitly

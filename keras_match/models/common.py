@@ -6,33 +6,6 @@ from __future__ import annotations
 import keras
 import numpy as np
 
-from keras_match.layers.docstrings import fill_docstring
-
-EMBEDDING_ARGS = """vocab_size: int, number of token ids including padding (0) and OOV (1), as
-    `keras_match.text.TextEncoder.vocab_size`.
-embedding_dim: int, word vector size. Ignored when `embeddings` is given (its width is used).
-embeddings: optional float array `[vocab_size, embedding_dim]`, pretrained vectors (GloVe), e.g.
-    from `keras_match.text.load_embeddings`. Without it the embeddings are randomly initialised.
-trainable_embeddings: bool, whether the word vectors are trained (the papers keep them fixed)."""
-"""The Args entries of the embedding, shared by every pair builder's docstring (`{embedding_args}`)."""
-
-HEAD_ARGS = """num_classes: int >= 2, the number of labels of a classification head.
-num_features: int >= 0, number of extra pair features. With `num_features > 0` the model has a third
-    input `"features"`, float32 `[batch, num_features]` (`keras_match.features`: word overlap, BM25)."""
-"""The Args entries of the head and the pair features (`{head_args}`)."""
-
-PAIR_INPUTS = """inputs `{"question": int32 [batch, lq], "answer": int32 [batch, la]}`
-(token ids, 0 = padding, right-padded; lengths may differ between batches), plus `"features"` float32
-`[batch, num_features]` when `num_features > 0`"""
-"""The Returns text of a pair model's inputs (`{pair_inputs}`)."""
-
-
-def builder_docstring(*names):
-    """Decorator (`keras_match.layers.docstrings.fill_docstring`): fills a pair builder's `{embedding_args}`,
-    `{head_args}` and `{pair_inputs}` placeholders, those of `names` (default all three)."""
-    fragments = {"embedding_args": EMBEDDING_ARGS, "head_args": HEAD_ARGS, "pair_inputs": PAIR_INPUTS}
-    return fill_docstring(**{name: fragments[name] for name in (names or fragments)})
-
 
 def token_inputs(*names):
     """One model input per name: int32 token ids `[batch, length]` (0 = padding), in the order given (a pair

@@ -5,7 +5,7 @@ from __future__ import annotations
 import keras
 
 from keras_match.layers.checks import positive_int
-from keras_match.models.common import feature_input, frozen_embedding, matching_model, builder_docstring, token_inputs
+from keras_match.models.common import feature_input, frozen_embedding, matching_model, token_inputs
 from keras_match.models.compare_aggregate.compare_aggregate import CompareAggregate
 
 
@@ -14,7 +14,6 @@ def _check_rate(name, value):
         raise ValueError(f"{name} must be a number in [0, 1), got {value!r}")
 
 
-@builder_docstring()
 def build_compare_aggregate(
     vocab_size,
     embedding_dim=300,
@@ -58,7 +57,12 @@ def build_compare_aggregate(
     neither. Train it with Adamax (learning rate 0.002, beta 0.9 / 0.999, the appendix).
 
     Args:
-        {embedding_args}
+        vocab_size: int, number of token ids including padding (0) and OOV (1), as
+            `keras_match.text.TextEncoder.vocab_size`.
+        embedding_dim: int, word vector size. Ignored when `embeddings` is given (its width is used).
+        embeddings: optional float array `[vocab_size, embedding_dim]`, pretrained vectors (GloVe), e.g.
+            from `keras_match.text.load_embeddings`. Without it the embeddings are randomly initialised.
+        trainable_embeddings: bool, whether the word vectors are trained (the papers keep them fixed).
         comparison: str, the comparison function f of eq. 3-8: `"nn"`, `"ntn"`, `"euccos"`, `"sub"`, `"mult"`
             or `"submult_nn"` (case-insensitive; see `keras_match.layers.get_comparison`).
         units: int, the hidden size l (150 in the appendix): width of the preprocessing (eq. 1), of the
@@ -75,11 +79,15 @@ def build_compare_aggregate(
         head: the output head (`keras_match.heads`): `"score"` (eq. 10, a raw ranking score, default),
             `"softmax"` (a 2-class softmax over (not relevant, relevant)) or `"classification"` (softmax over
             `num_classes` labels, e.g. entailment).
-        {head_args}
+        num_classes: int >= 2, the number of labels of a classification head.
+        num_features: int >= 0, number of extra pair features. With `num_features > 0` the model has a third
+            input `"features"`, float32 `[batch, num_features]` (`keras_match.features`: word overlap, BM25).
         name: optional model name; default `"compare_aggregate_<comparison>"`.
 
     Returns:
-        An uncompiled `keras.Model` with {pair_inputs}, and one output, the head's: float32 `[batch, 1]` raw
+        An uncompiled `keras.Model` with inputs `{"question": int32 [batch, lq], "answer": int32 [batch, la]}`
+        (token ids, 0 = padding, right-padded; lengths may differ between batches), plus `"features"` float32
+        `[batch, num_features]` when `num_features > 0`, and one output, the head's: float32 `[batch, 1]` raw
         scores for the default `"score"` head (`[batch, 2]` probabilities for `"softmax"`,
         `[batch, num_classes]` for `"classification"`). The question is the text attended to (the premise for
         entailment), the answer the text compared word by word (the hypothesis). Padding never changes a pair's

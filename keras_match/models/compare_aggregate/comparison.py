@@ -1,14 +1,13 @@
 """Compare-Aggregate's comparison functions `t_j = f(a_bar_j, h_j)` (Wang & Jiang, ICLR 2017, eq. 3-8): one
 pluggable set chosen by name from `COMPARISONS` with `get_comparison` (`"nn"`, `"ntn"`, `"euccos"`, `"sub"`,
 `"mult"`, `"submult_nn"`). They share the `Comparison` base class (pair input, shape checks, masks) and live in
-one module for that reason, as the compression functions of MCAN do. The sections their docstrings share are
-written once below (`CALL_ARGUMENTS`, `_comparison_doc`)."""
+one module for that reason, as the compression functions of MCAN do. Each docstring is written out whole, the
+sections the six share included, so that it reads the same in this file as in `help()`."""
 
 import keras
 from keras import ops
 
 from keras_match.layers.checks import positive_int
-from keras_match.layers.docstrings import fill_docstring
 from keras_match.layers.masked_ops import (
     check_pair_shape,
     split_pair_masks,
@@ -19,48 +18,8 @@ from keras_match.layers.registry import by_name
 EUCCOS_EPSILON = 1e-6
 """Floor of the vector norms in the `"euccos"` comparison (eq. 5), see `EucCosComparison`."""
 
-CALL_ARGUMENTS = """Call arguments:
-    inputs: `[a, h]`, float tensors `[batch, len_a, l]` each (the preprocessed answer words `a_bar_j` and
-        their attention-weighted question vectors `h_j`).
-    mask: `None` or `[a_mask, h_mask]` (bool `[batch, len_a]`, True = real word; `h_mask` is ignored, `h`
-        is aligned to `a`); picked up automatically from Keras masks."""
-"""The Call arguments section of every comparison's docstring."""
-
-MASKED_OUTPUT = "0 at padded answer positions; carries `a`'s mask"
-"""What every comparison's output is at padded answer positions, and the mask it carries."""
-
-
-def _comparison_doc(equation, returns, units=None, example_output="[batch, len_a, l]"):
-    """Class decorator completing a comparison's docstring with the sections the six share (`fill_docstring`).
-
-    Placeholders: `{arguments}` (Args, with a `units` entry described as `units` when the class takes one; the
-    Call arguments; Returns, `returns` plus `MASKED_OUTPUT`), `{raises}`, and `{usage}` (an example, and the
-    Reference to eq. `equation` of the paper). A line break in `returns` continues the Returns entry.
-    """
-    args = ["**kwargs: standard `keras.layers.Layer` arguments (`name`, `dtype`)."]
-    errors = "at build if `a` and `h` are not rank-3 tensors with the same, defined last dimension."
-    if units is not None:
-        args.insert(0, f"units: int or None, {units} (`None`: the input size `l`, as in the paper).")
-        errors = "at construction if `units` is not a positive integer or None;\n        " + errors
-    arguments = "\n    ".join(["Args:"] + args) + f"\n\n{CALL_ARGUMENTS}\n\nReturns:\n    {returns}, {MASKED_OUTPUT}."
-
-    def decorate(cls):
-        usage = f"""Examples:
-
-```python
-t = {cls.__name__}()([a_bar, h])  # {example_output}
-```
-
-Reference:
-    - [Wang, Jiang. A Compare-Aggregate Model for Matching Text Sequences. ICLR 2017](
-      https://arxiv.org/abs/1611.01747), section 2.3, eq. {equation}."""
-        return fill_docstring(arguments=arguments, raises=f"Raises:\n    ValueError: {errors}", usage=usage)(cls)
-
-    return decorate
-
 
 # eq. 3-8 -----------------------------------------------------------------------------------------------------
-@fill_docstring(call_arguments=CALL_ARGUMENTS, masked_output=MASKED_OUTPUT)
 class Comparison(keras.layers.Layer):
     """Base class of the comparison functions `t_j = f(a_bar_j, h_j)` (Wang & Jiang 2017, eq. 3-8).
 
@@ -68,10 +27,14 @@ class Comparison(keras.layers.Layer):
     creates them in `build_comparison(l)`. This base class handles the pair input, the shape checks, the masks
     and the output shape. To add a comparison function: one subclass plus one line in `COMPARISONS`.
 
-    {call_arguments}
+    Call arguments:
+        inputs: `[a, h]`, float tensors `[batch, len_a, l]` each (the preprocessed answer words `a_bar_j` and
+            their attention-weighted question vectors `h_j`).
+        mask: `None` or `[a_mask, h_mask]` (bool `[batch, len_a]`, True = real word; `h_mask` is ignored, `h`
+            is aligned to `a`); picked up automatically from Keras masks.
 
     Returns:
-        `t`: float `[batch, len_a, k]`, `k = output_dim(l)`, {masked_output}.
+        `t`: float `[batch, len_a, k]`, `k = output_dim(l)`, 0 at padded answer positions; carries `a`'s mask.
     """
 
     def __init__(self, **kwargs):
@@ -147,20 +110,40 @@ class _ElementwiseComparison(Comparison):
 
 
 @keras.saving.register_keras_serializable(package="keras_match")
-@_comparison_doc(equation=3, units="the output size", returns="`[batch, len_a, units]` (non-negative)")
 class NNComparison(_DenseComparison):
     """NEURALNET (NN) comparison: `t_j = ReLU(W [a_j; h_j] + b)`.
 
     Implements eq. 3 of Wang & Jiang (2017), `W in R^{l x 2l}`, `b in R^l`.
 
-    {arguments}
+    Args:
+        units: int or None, the output size (`None`: the input size `l`, as in the paper).
+        **kwargs: standard `keras.layers.Layer` arguments (`name`, `dtype`).
+
+    Call arguments:
+        inputs: `[a, h]`, float tensors `[batch, len_a, l]` each (the preprocessed answer words `a_bar_j` and
+            their attention-weighted question vectors `h_j`).
+        mask: `None` or `[a_mask, h_mask]` (bool `[batch, len_a]`, True = real word; `h_mask` is ignored, `h`
+            is aligned to `a`); picked up automatically from Keras masks.
+
+    Returns:
+        `[batch, len_a, units]` (non-negative), 0 at padded answer positions; carries `a`'s mask.
 
     Weights:
         `dense/kernel [2l, units]` (rows `0..l-1` read `a`, rows `l..2l-1` read `h`), `dense/bias [units]`.
 
-    {raises}
+    Raises:
+        ValueError: at construction if `units` is not a positive integer or None;
+            at build if `a` and `h` are not rank-3 tensors with the same, defined last dimension.
 
-    {usage}
+    Examples:
+
+    ```python
+    t = NNComparison()([a_bar, h])  # [batch, len_a, l]
+    ```
+
+    Reference:
+        - [Wang, Jiang. A Compare-Aggregate Model for Matching Text Sequences. ICLR 2017](
+          https://arxiv.org/abs/1611.01747), section 2.3, eq. 3.
     """
 
     def features(self, a, h):
@@ -168,7 +151,6 @@ class NNComparison(_DenseComparison):
 
 
 @keras.saving.register_keras_serializable(package="keras_match")
-@_comparison_doc(equation=4, units="the number of slices `k`", returns="`[batch, len_a, units]` (non-negative)")
 class NTNComparison(_UnitsComparison):
     """NEURALTENSORNET (NTN) comparison: `t_j = ReLU(a_j^T T^[1..k] h_j + b)`.
 
@@ -176,15 +158,36 @@ class NTNComparison(_UnitsComparison):
     linear term, as in the paper): output feature `s` is the bilinear form `a_j^T T^[s] h_j` of slice `s`.
     The paper has `k = l` slices (`T in R^{l x l x l}`).
 
-    {arguments}
+    Args:
+        units: int or None, the number of slices `k` (`None`: the input size `l`, as in the paper).
+        **kwargs: standard `keras.layers.Layer` arguments (`name`, `dtype`).
+
+    Call arguments:
+        inputs: `[a, h]`, float tensors `[batch, len_a, l]` each (the preprocessed answer words `a_bar_j` and
+            their attention-weighted question vectors `h_j`).
+        mask: `None` or `[a_mask, h_mask]` (bool `[batch, len_a]`, True = real word; `h_mask` is ignored, `h`
+            is aligned to `a`); picked up automatically from Keras masks.
+
+    Returns:
+        `[batch, len_a, units]` (non-negative), 0 at padded answer positions; carries `a`'s mask.
 
     Weights (in `get_weights()` order):
         `tensor [units, l, l]` (slice `s` is `T^[s]`, indexed `[s, row of a, column of h]`; Glorot uniform),
         `bias [units]` (zeros): 2 trainable weights, `k l^2 + k` parameters (3.4 M for `l = 150`).
 
-    {raises}
+    Raises:
+        ValueError: at construction if `units` is not a positive integer or None;
+            at build if `a` and `h` are not rank-3 tensors with the same, defined last dimension.
 
-    {usage}
+    Examples:
+
+    ```python
+    t = NTNComparison()([a_bar, h])  # [batch, len_a, l]
+    ```
+
+    Reference:
+        - [Wang, Jiang. A Compare-Aggregate Model for Matching Text Sequences. ICLR 2017](
+          https://arxiv.org/abs/1611.01747), section 2.3, eq. 4.
         - [Socher et al. Recursive Deep Models for Semantic Compositionality Over a Sentiment Treebank. EMNLP
           2013](https://aclanthology.org/D13-1170/), eq. 2 (the tensor layer).
     """
@@ -204,11 +207,6 @@ class NTNComparison(_UnitsComparison):
 
 
 @keras.saving.register_keras_serializable(package="keras_match")
-@_comparison_doc(
-    equation=5,
-    returns="`[batch, len_a, 2]`: `[..., 0]` the distance (>= 1e-6), `[..., 1]` the cosine\n    (in [-1, 1])",
-    example_output="[batch, len_a, 2]",
-)
 class EucCosComparison(Comparison):
     """EUCLIDEAN+COSINE (EUCCOS) comparison: `t_j = [||a_j - h_j||_2; cos(a_j, h_j)]`.
 
@@ -226,11 +224,31 @@ class EucCosComparison(Comparison):
     Both are computed in float32 (float64 under a float64 policy) whatever the compute dtype, since `eps^2`
     underflows in float16; the result is cast back.
 
-    {arguments}
+    Args:
+        **kwargs: standard `keras.layers.Layer` arguments (`name`, `dtype`).
 
-    {raises}
+    Call arguments:
+        inputs: `[a, h]`, float tensors `[batch, len_a, l]` each (the preprocessed answer words `a_bar_j` and
+            their attention-weighted question vectors `h_j`).
+        mask: `None` or `[a_mask, h_mask]` (bool `[batch, len_a]`, True = real word; `h_mask` is ignored, `h`
+            is aligned to `a`); picked up automatically from Keras masks.
 
-    {usage}
+    Returns:
+        `[batch, len_a, 2]`: `[..., 0]` the distance (>= 1e-6), `[..., 1]` the cosine
+        (in [-1, 1]), 0 at padded answer positions; carries `a`'s mask.
+
+    Raises:
+        ValueError: at build if `a` and `h` are not rank-3 tensors with the same, defined last dimension.
+
+    Examples:
+
+    ```python
+    t = EucCosComparison()([a_bar, h])  # [batch, len_a, 2]
+    ```
+
+    Reference:
+        - [Wang, Jiang. A Compare-Aggregate Model for Matching Text Sequences. ICLR 2017](
+          https://arxiv.org/abs/1611.01747), section 2.3, eq. 5.
     """
 
     def output_dim(self, dim):
@@ -249,18 +267,36 @@ class EucCosComparison(Comparison):
 
 
 @keras.saving.register_keras_serializable(package="keras_match")
-@_comparison_doc(equation=6, returns="`[batch, len_a, l]` (non-negative)")
 class SubComparison(_ElementwiseComparison):
     """SUBTRACTION (SUB) comparison: `t_j = (a_j - h_j) * (a_j - h_j)` (element-wise).
 
     Implements eq. 6 of Wang & Jiang (2017). No weights; summing the features gives the squared Euclidean
     distance.
 
-    {arguments}
+    Args:
+        **kwargs: standard `keras.layers.Layer` arguments (`name`, `dtype`).
 
-    {raises}
+    Call arguments:
+        inputs: `[a, h]`, float tensors `[batch, len_a, l]` each (the preprocessed answer words `a_bar_j` and
+            their attention-weighted question vectors `h_j`).
+        mask: `None` or `[a_mask, h_mask]` (bool `[batch, len_a]`, True = real word; `h_mask` is ignored, `h`
+            is aligned to `a`); picked up automatically from Keras masks.
 
-    {usage}
+    Returns:
+        `[batch, len_a, l]` (non-negative), 0 at padded answer positions; carries `a`'s mask.
+
+    Raises:
+        ValueError: at build if `a` and `h` are not rank-3 tensors with the same, defined last dimension.
+
+    Examples:
+
+    ```python
+    t = SubComparison()([a_bar, h])  # [batch, len_a, l]
+    ```
+
+    Reference:
+        - [Wang, Jiang. A Compare-Aggregate Model for Matching Text Sequences. ICLR 2017](
+          https://arxiv.org/abs/1611.01747), section 2.3, eq. 6.
     """
 
     def compare(self, a, h):
@@ -268,17 +304,35 @@ class SubComparison(_ElementwiseComparison):
 
 
 @keras.saving.register_keras_serializable(package="keras_match")
-@_comparison_doc(equation=7, returns="`[batch, len_a, l]`")
 class MultComparison(_ElementwiseComparison):
     """MULTIPLICATION (MULT) comparison: `t_j = a_j * h_j` (element-wise).
 
     Implements eq. 7 of Wang & Jiang (2017). No weights; summing the features gives the dot product.
 
-    {arguments}
+    Args:
+        **kwargs: standard `keras.layers.Layer` arguments (`name`, `dtype`).
 
-    {raises}
+    Call arguments:
+        inputs: `[a, h]`, float tensors `[batch, len_a, l]` each (the preprocessed answer words `a_bar_j` and
+            their attention-weighted question vectors `h_j`).
+        mask: `None` or `[a_mask, h_mask]` (bool `[batch, len_a]`, True = real word; `h_mask` is ignored, `h`
+            is aligned to `a`); picked up automatically from Keras masks.
 
-    {usage}
+    Returns:
+        `[batch, len_a, l]`, 0 at padded answer positions; carries `a`'s mask.
+
+    Raises:
+        ValueError: at build if `a` and `h` are not rank-3 tensors with the same, defined last dimension.
+
+    Examples:
+
+    ```python
+    t = MultComparison()([a_bar, h])  # [batch, len_a, l]
+    ```
+
+    Reference:
+        - [Wang, Jiang. A Compare-Aggregate Model for Matching Text Sequences. ICLR 2017](
+          https://arxiv.org/abs/1611.01747), section 2.3, eq. 7.
     """
 
     def compare(self, a, h):
@@ -286,22 +340,42 @@ class MultComparison(_ElementwiseComparison):
 
 
 @keras.saving.register_keras_serializable(package="keras_match")
-@_comparison_doc(equation=8, units="the output size", returns="`[batch, len_a, units]` (non-negative)")
 class SubMultNNComparison(_DenseComparison):
     """SUBMULT+NN comparison: `t_j = ReLU(W [(a_j - h_j) * (a_j - h_j); a_j * h_j] + b)`.
 
     Implements eq. 8 of Wang & Jiang (2017), `W in R^{l x 2l}`, `b in R^l`: the SUB (eq. 6) and MULT (eq. 7)
     features, concatenated in that order, through one ReLU layer.
 
-    {arguments}
+    Args:
+        units: int or None, the output size (`None`: the input size `l`, as in the paper).
+        **kwargs: standard `keras.layers.Layer` arguments (`name`, `dtype`).
+
+    Call arguments:
+        inputs: `[a, h]`, float tensors `[batch, len_a, l]` each (the preprocessed answer words `a_bar_j` and
+            their attention-weighted question vectors `h_j`).
+        mask: `None` or `[a_mask, h_mask]` (bool `[batch, len_a]`, True = real word; `h_mask` is ignored, `h`
+            is aligned to `a`); picked up automatically from Keras masks.
+
+    Returns:
+        `[batch, len_a, units]` (non-negative), 0 at padded answer positions; carries `a`'s mask.
 
     Weights:
         `dense/kernel [2l, units]` (rows `0..l-1` read the SUB features, rows `l..2l-1` the MULT features),
         `dense/bias [units]`.
 
-    {raises}
+    Raises:
+        ValueError: at construction if `units` is not a positive integer or None;
+            at build if `a` and `h` are not rank-3 tensors with the same, defined last dimension.
 
-    {usage}
+    Examples:
+
+    ```python
+    t = SubMultNNComparison()([a_bar, h])  # [batch, len_a, l]
+    ```
+
+    Reference:
+        - [Wang, Jiang. A Compare-Aggregate Model for Matching Text Sequences. ICLR 2017](
+          https://arxiv.org/abs/1611.01747), section 2.3, eq. 8.
     """
 
     def features(self, a, h):

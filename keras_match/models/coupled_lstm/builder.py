@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import keras
 
-from keras_match.models.common import builder_docstring
 from keras_match.models.common import feature_input
 from keras_match.models.common import frozen_embedding
 from keras_match.models.common import matching_model
@@ -28,7 +27,6 @@ def _pooling(pooling):
     return tuple(pooling)
 
 
-@builder_docstring()
 def build_coupled_lstm(
     vocab_size,
     embedding_dim=50,
@@ -68,7 +66,12 @@ def build_coupled_lstm(
     Train with AdaGrad and gradient clipping (section 5; the zoo presets' `training`).
 
     Args:
-        {embedding_args}
+        vocab_size: int, number of token ids including padding (0) and OOV (1), as
+            `keras_match.text.TextEncoder.vocab_size`.
+        embedding_dim: int, word vector size. Ignored when `embeddings` is given (its width is used).
+        embeddings: optional float array `[vocab_size, embedding_dim]`, pretrained vectors (GloVe), e.g.
+            from `keras_match.text.load_embeddings`. Without it the embeddings are randomly initialised.
+        trainable_embeddings: bool, whether the word vectors are trained (the papers keep them fixed).
         coupling: `"loose"` (LC-LSTMs) or `"tight"` (TC-LSTMs).
         blocks: int >= 1, the number of stacked C-LSTMs blocks (1; 3 for the paper's best rankers, 4 for its
             best classifiers).
@@ -84,11 +87,15 @@ def build_coupled_lstm(
             paper names no dropout: 0).
         l2: float, the L2 weight of every kernel (5e-5 ranking, 1e-5 classification, Table 1).
         head: `"score"` (ranking), `"softmax"` (2 classes) or `"classification"` (`num_classes` labels).
-        {head_args}
+        num_classes: int >= 2, the number of labels of a classification head.
+        num_features: int >= 0, number of extra pair features. With `num_features > 0` the model has a third
+            input `"features"`, float32 `[batch, num_features]` (`keras_match.features`: word overlap, BM25).
         name: optional model name; default `"coupled_lstm"`.
 
     Returns:
-        An uncompiled `keras.Model` with {pair_inputs}, and the head's output (`[batch, 1]` for `"score"`).
+        An uncompiled `keras.Model` with inputs `{"question": int32 [batch, lq], "answer": int32 [batch, la]}`
+        (token ids, 0 = padding, right-padded; lengths may differ between batches), plus `"features"` float32
+        `[batch, num_features]` when `num_features > 0`, and the head's output (`[batch, 1]` for `"score"`).
 
     Raises:
         ValueError: `embeddings` does not have `vocab_size` rows, a size is not a positive integer, `coupling`,

@@ -249,7 +249,9 @@ class CoupledLSTM2D(keras.layers.Layer):
         kernel_initializer: initializer of the input kernels. Defaults to uniform in [-0.1, 0.1] (section 6.1).
         recurrent_initializer: initializer of the recurrent kernels. Same default.
         bias_initializer: initializer of the biases. Same default.
-        kernel_regularizer, recurrent_regularizer, bias_regularizer: optional regularizers (the paper's L2).
+        kernel_regularizer: optional regularizer of the input kernels (the paper's L2).
+        recurrent_regularizer: optional regularizer of the recurrent kernels (the paper's L2).
+        bias_regularizer: optional regularizer of the biases (the paper's L2).
         share_directions: bool, one weight set for all directions (built with a leading axis of 1 and broadcast
             over the directions in the wavefront). Table 2's parameter counts fit only shared directions.
         share_streams: bool, loose coupling only: LSTM^1 and LSTM^2 share one weight set (the `lstm1_*`

@@ -106,7 +106,8 @@ def interpretable_neurons(run, questions, answers, block=None, batch_size=64) ->
 
     Args:
         run: a Coupled-LSTMs run (as `grid_activations`).
-        questions, answers: parallel lists of texts (e.g. a dev split's pairs).
+        questions: a list of texts (e.g. a dev split's questions).
+        answers: a list of texts parallel to `questions` (e.g. the dev split's answers).
         block: which block, 1-based (default the last).
         batch_size: pairs per model call.
 

@@ -7,7 +7,7 @@ import keras
 from keras_match.layers import TemporalMeanPooling
 from keras_match.models.ctrn.ctrn import CTRN
 from keras_match.models.ctrn.qrnn import QRNN
-from keras_match.models.common import feature_input, frozen_embedding, matching_model, builder_docstring, token_inputs
+from keras_match.models.common import feature_input, frozen_embedding, matching_model, token_inputs
 
 
 def _check_positive(**values):
@@ -52,7 +52,8 @@ def build_recurrent_matcher(
         encode: `encode(q, a, regularizer) -> (hq, ha)`, mapping the projected, masked word sequences
             `[batch, l, width]` to hidden sequences `[batch, l, d]` (masks carried along); `regularizer` is the
             L2 regularizer (or None) its kernels should take.
-        Others: as `build_ctrn`.
+
+    The other arguments are those of `build_ctrn`.
 
     Returns:
         As `build_ctrn`.
@@ -94,7 +95,6 @@ def build_recurrent_matcher(
                           embeddings=embeddings, name=name)
 
 
-@builder_docstring()
 def build_ctrn(
     vocab_size,
     embedding_dim=300,
@@ -135,7 +135,12 @@ def build_ctrn(
     does not name them).
 
     Args:
-        {embedding_args}
+        vocab_size: int, number of token ids including padding (0) and OOV (1), as
+            `keras_match.text.TextEncoder.vocab_size`.
+        embedding_dim: int, word vector size. Ignored when `embeddings` is given (its width is used).
+        embeddings: optional float array `[vocab_size, embedding_dim]`, pretrained vectors (GloVe), e.g.
+            from `keras_match.text.load_embeddings`. Without it the embeddings are randomly initialised.
+        trainable_embeddings: bool, whether the word vectors are trained (the papers keep them fixed).
         filters: int, number of filters d of the convolutions, the hidden size (the paper tunes 128..1024).
         kernel_size: int, filter width k (2 in the paper's Table 2).
         alignment: `"index"` (default, `t* = t`; it trained as well or slightly better on TrecQA in a quick
@@ -148,11 +153,15 @@ def build_ctrn(
         l2: float, L2 regularisation weight lambda of eq. 3 (4e-6 in the paper).
         head: the output head (`keras_match.heads`): `"softmax"` (the paper's 2-class softmax), `"score"`
             (a raw ranking score) or `"classification"` (softmax over `num_classes` labels).
-        {head_args}
+        num_classes: int >= 2, the number of labels of a classification head.
+        num_features: int >= 0, number of extra pair features. With `num_features > 0` the model has a third
+            input `"features"`, float32 `[batch, num_features]` (`keras_match.features`: word overlap, BM25).
         name: optional model name; default `"ctrn"`.
 
     Returns:
-        An uncompiled `keras.Model` with {pair_inputs}, and one output, the head's: float32 `[batch, 2]`, the
+        An uncompiled `keras.Model` with inputs `{"question": int32 [batch, lq], "answer": int32 [batch, la]}`
+        (token ids, 0 = padding, right-padded; lengths may differ between batches), plus `"features"` float32
+        `[batch, num_features]` when `num_features > 0`, and one output, the head's: float32 `[batch, 2]`, the
         softmax probabilities of (not relevant, relevant), for the default `"softmax"` head (`[batch, 1]` for
         `"score"`, `[batch, num_classes]` for `"classification"`). Padding never changes a pair's output; an
         empty text gives a finite one.
@@ -186,7 +195,6 @@ def build_ctrn(
     )
 
 
-@builder_docstring("pair_inputs")
 def build_qrnn_matcher(
     vocab_size,
     embedding_dim=300,
@@ -210,11 +218,13 @@ def build_qrnn_matcher(
     one weight set applied to each text on its own (no crossing). The projection, the temporal mean pooling,
     the dense layers, the pair features, dropout and L2 are the same.
 
-    Args:
-        As `build_ctrn`, without `alignment`; `name` defaults to `"qrnn"`.
+    It takes the arguments of `build_ctrn` except `alignment`; `name` defaults to `"qrnn"`.
 
     Returns:
-        As `build_ctrn`: an uncompiled `keras.Model` with {pair_inputs}, and the head's output.
+        As `build_ctrn`: an uncompiled `keras.Model` with inputs
+        `{"question": int32 [batch, lq], "answer": int32 [batch, la]}` (token ids, 0 = padding, right-padded;
+        lengths may differ between batches), plus `"features"` float32 `[batch, num_features]` when
+        `num_features > 0`, and the head's output.
 
     Raises:
         ValueError: as `build_ctrn`.

@@ -4,12 +4,10 @@ import keras
 import tensorflow as tf
 
 from keras_match.layers.checks import one_of
-from keras_match.layers.docstrings import fill_docstring
 from keras_match.layers.gated_recurrence import gated_linear_recurrence
 from keras_match.layers.masked_ops import check_pair_shape
 from keras_match.layers.masked_ops import pass_pair_masks
 from keras_match.layers.masked_ops import split_pair_masks
-from keras_match.models.ctrn.qrnn import GATE_DOCS
 from keras_match.models.ctrn.qrnn import QRNNConvolutionLayer
 from keras_match.models.ctrn.qrnn import add_gate_weights
 from keras_match.models.ctrn.qrnn import causal_windows
@@ -40,7 +38,6 @@ def stretch_indices(own_length, own_true, partner_true):
 
 
 @keras.saving.register_keras_serializable(package="keras_match")
-@fill_docstring(**GATE_DOCS)
 class CTRN(QRNNConvolutionLayer):
     """Cross Temporal Recurrent layer: each text is composed with its own gates and with its partner's.
 
@@ -90,9 +87,15 @@ class CTRN(QRNNConvolutionLayer):
     The layer adds no weights over `QRNN`: same fused kernel `[k, m, 3 * units]` (Z, F, O) and bias.
 
     Args:
-        {size_args}
+        units: int, number of filters d (the output size).
+        kernel_size: int, filter width k of the causal convolutions (2 in the paper's Table 2). Defaults to 2.
         alignment: `"index"` (default) or `"stretch"`, how the partner's step `t*` is chosen (above).
-        {weight_args}
+        use_bias: bool, whether the convolutions have biases. Defaults to True.
+        kernel_initializer: initializer of the fused kernel. Defaults to `"glorot_uniform"`.
+        bias_initializer: initializer of the fused bias. Defaults to `"zeros"`.
+        kernel_regularizer: optional regularizer of the kernel (the paper's L2 on all weights).
+        bias_regularizer: optional regularizer of the bias.
+        **kwargs: standard `keras.layers.Layer` arguments (`name`, `dtype`, `trainable`).
 
     Call arguments:
         inputs: a pair `[q, a]` of float tensors `[batch, lq, m]` and `[batch, la, m]` (`lq`, `la` may differ
@@ -130,9 +133,21 @@ class CTRN(QRNNConvolutionLayer):
           https://arxiv.org/abs/1711.07656): eq. 1, the CTRN-Q / CTRN-A cells, "Complexity Analysis", Table 2.
     """
 
-    def __init__(self, units, kernel_size=2, alignment="index", **kwargs):
-        # `use_bias`, the initializers and regularizers (keyword arguments) go to `QRNNConvolutionLayer`.
-        super().__init__(units, kernel_size, **kwargs)
+    def __init__(
+        self,
+        units,
+        kernel_size=2,
+        alignment="index",
+        use_bias=True,
+        kernel_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        kernel_regularizer=None,
+        bias_regularizer=None,
+        **kwargs,
+    ):
+        super().__init__(units, kernel_size, use_bias=use_bias, kernel_initializer=kernel_initializer,
+                         bias_initializer=bias_initializer, kernel_regularizer=kernel_regularizer,
+                         bias_regularizer=bias_regularizer, **kwargs)
         one_of("alignment", alignment, ALIGNMENTS)
         self.alignment = alignment
 

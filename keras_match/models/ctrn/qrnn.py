@@ -5,7 +5,6 @@ import tensorflow as tf
 
 from keras_match.layers.checks import positive_int
 from keras_match.layers.checks import sequence_shape
-from keras_match.layers.docstrings import fill_docstring
 from keras_match.layers.gated_recurrence import gated_linear_recurrence
 from keras_match.layers.masked_ops import as_bool_mask
 from keras_match.layers.masked_ops import zero_padded
@@ -111,19 +110,6 @@ def time_major_real(mask):
     return None if mask is None else tf.transpose(mask)[..., None]
 
 
-GATE_DOCS = {
-    "size_args": """units: int, number of filters d (the output size).
-kernel_size: int, filter width k of the causal convolutions (2 in the paper's Table 2). Defaults to 2.""",
-    "weight_args": """use_bias: bool, whether the convolutions have biases. Defaults to True.
-kernel_initializer: initializer of the fused kernel. Defaults to `"glorot_uniform"`.
-bias_initializer: initializer of the fused bias. Defaults to `"zeros"`.
-kernel_regularizer: optional regularizer of the kernel (the paper's L2 on all weights).
-bias_regularizer: optional regularizer of the bias.
-**kwargs: standard `keras.layers.Layer` arguments (`name`, `dtype`, `trainable`).""",
-}
-"""Docstring text of the layers built on `QRNNConvolutionLayer`: the Args entries of its arguments."""
-
-
 class QRNNConvolutionLayer(keras.layers.Layer):
     """Base class of `QRNN` and `CTRN`: the arguments and config of the fused Z/F/O convolutions of eq. 1.
 
@@ -173,7 +159,6 @@ class QRNNConvolutionLayer(keras.layers.Layer):
 
 
 @keras.saving.register_keras_serializable(package="keras_match")
-@fill_docstring(**GATE_DOCS)
 class QRNN(QRNNConvolutionLayer):
     """Quasi-recurrent layer: three causal 1-D convolutions and fo-pooling, returning every step.
 
@@ -195,8 +180,14 @@ class QRNN(QRNNConvolutionLayer):
     On the project's CPU this made the layer ~30% faster than `conv1d` + split + batch-major scan.
 
     Args:
-        {size_args}
-        {weight_args}
+        units: int, number of filters d (the output size).
+        kernel_size: int, filter width k of the causal convolutions (2 in the paper's Table 2). Defaults to 2.
+        use_bias: bool, whether the convolutions have biases. Defaults to True.
+        kernel_initializer: initializer of the fused kernel. Defaults to `"glorot_uniform"`.
+        bias_initializer: initializer of the fused bias. Defaults to `"zeros"`.
+        kernel_regularizer: optional regularizer of the kernel (the paper's L2 on all weights).
+        bias_regularizer: optional regularizer of the bias.
+        **kwargs: standard `keras.layers.Layer` arguments (`name`, `dtype`, `trainable`).
 
     Input shape:
         `[batch, time, m]` float tensor; `time` may be unknown.

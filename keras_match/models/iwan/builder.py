@@ -7,7 +7,6 @@ import keras
 
 from keras_match.layers.checks import one_of
 from keras_match.layers.checks import positive_int
-from keras_match.models.common import builder_docstring
 from keras_match.models.common import feature_input
 from keras_match.models.common import frozen_embedding
 from keras_match.models.common import matching_model
@@ -34,7 +33,6 @@ def pair_vector(vs, vt):
     return keras.layers.Concatenate(name="pair_vector")([vs, vt, product, distance])
 
 
-@builder_docstring()
 def build_iwan(
     vocab_size,
     embedding_dim=50,
@@ -83,7 +81,12 @@ def build_iwan(
     50d and a CPU.
 
     Args:
-        {embedding_args}
+        vocab_size: int, number of token ids including padding (0) and OOV (1), as
+            `keras_match.text.TextEncoder.vocab_size`.
+        embedding_dim: int, word vector size. Ignored when `embeddings` is given (its width is used).
+        embeddings: optional float array `[vocab_size, embedding_dim]`, pretrained vectors (GloVe), e.g.
+            from `keras_match.text.load_embeddings`. Without it the embeddings are randomly initialised.
+        trainable_embeddings: bool, whether the word vectors are trained (the papers keep them fixed).
         encoder: `"bilstm"` (IWAN's, default), `"ncarnn"`, `"icarnn"` or `"scarnn"` (the CARNN paper's
             cross-context encoders).
         weighting: `"inter_attention"` (default), `"inter_skip"` or `"none"` (uniform weights: an ablation).
@@ -98,11 +101,15 @@ def build_iwan(
         embedding_dropout: float in [0, 1) or None, dropout on the embedded words (None: `dropout`).
         dropout: float in [0, 1), dropout on the pair vector `z`.
         head: the output head (`keras_match.heads`): `"softmax"` (default), `"score"` or `"classification"`.
-        {head_args}
+        num_classes: int >= 2, the number of labels of a classification head.
+        num_features: int >= 0, number of extra pair features. With `num_features > 0` the model has a third
+            input `"features"`, float32 `[batch, num_features]` (`keras_match.features`: word overlap, BM25).
         name: optional model name; default `"iwan"` (BiLSTM) or `"iwan_<encoder>"`.
 
     Returns:
-        An uncompiled `keras.Model` with {pair_inputs}, and the head's output: float32 `[batch, 2]`
+        An uncompiled `keras.Model` with inputs `{"question": int32 [batch, lq], "answer": int32 [batch, la]}`
+        (token ids, 0 = padding, right-padded; lengths may differ between batches), plus `"features"` float32
+        `[batch, num_features]` when `num_features > 0`, and the head's output: float32 `[batch, 2]`
         probabilities for `"softmax"` (`[batch, 1]` for `"score"`, `[batch, num_classes]` for
         `"classification"`). The layer `context_encoder` outputs the two sentences' states. Padding never
         changes a pair's output; empty texts give finite outputs.

@@ -7,10 +7,9 @@ import keras
 from keras_match.layers import Highway, MeanMaxPooling
 from keras_match.models.mcan.multi_cast_attention import MultiCastAttention
 from keras_match.models.common import (feature_input, frozen_embedding, matching_features, matching_model,
-                                      builder_docstring, token_inputs)
+                                      token_inputs)
 
 
-@builder_docstring()
 def build_mcan(
     vocab_size,
     embedding_dim=300,
@@ -57,7 +56,12 @@ def build_mcan(
     `keras_match.losses.PointwiseCrossEntropy` (eq. 17).
 
     Args:
-        {embedding_args}
+        vocab_size: int, number of token ids including padding (0) and OOV (1), as
+            `keras_match.text.TextEncoder.vocab_size`.
+        embedding_dim: int, word vector size. Ignored when `embeddings` is given (its width is used).
+        embeddings: optional float array `[vocab_size, embedding_dim]`, pretrained vectors (GloVe), e.g.
+            from `keras_match.text.load_embeddings`. Without it the embeddings are randomly initialised.
+        trainable_embeddings: bool, whether the word vectors are trained (the papers keep them fixed).
         compression: `"sm"`, `"nn"` or `"fm"`: the compression function F_c (eq. 10, 11, 12).
         projection_dim: int or None, width of the highway projection layer; None keeps `embedding_dim`.
         lstm_units: int, LSTM hidden size d (the paper uses 300 on TrecQA).
@@ -76,11 +80,15 @@ def build_mcan(
             `MultiCastAttention`.
         head: the output head (`keras_match.heads`): `"softmax"` (eq. 16, the paper's), `"score"` (a raw
             ranking score) or `"classification"` (softmax over `num_classes` labels, e.g. entailment).
-        {head_args}
+        num_classes: int >= 2, the number of labels of a classification head.
+        num_features: int >= 0, number of extra pair features. With `num_features > 0` the model has a third
+            input `"features"`, float32 `[batch, num_features]` (`keras_match.features`: word overlap, BM25).
         name: optional model name; default `"mcan_<compression>"`.
 
     Returns:
-        An uncompiled `keras.Model` with {pair_inputs}, and one output, the head's: float32
+        An uncompiled `keras.Model` with inputs `{"question": int32 [batch, lq], "answer": int32 [batch, la]}`
+        (token ids, 0 = padding, right-padded; lengths may differ between batches), plus `"features"` float32
+        `[batch, num_features]` when `num_features > 0`, and one output, the head's: float32
         `[batch, 2]`, the softmax probabilities of (not relevant, relevant) for the default `"softmax"` head
         (`[batch, 1]` raw scores for `"score"`, `[batch, num_classes]` for `"classification"`). Padding never
         changes a pair's output.

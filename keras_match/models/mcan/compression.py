@@ -13,33 +13,11 @@ import keras
 from keras import ops
 
 from keras_match.layers.checks import last_dim, positive_int
-from keras_match.layers.docstrings import fill_docstring
 from keras_match.layers.registry import by_name
-
-SHAPES_DOC = """Input shape:
-    `[..., n]` float tensor.
-
-Output shape:
-    `[..., 1]`, same dtype.
-
-Masking:
-    Position-wise; the input mask is passed through unchanged."""
-"""The Input shape, Output shape and Masking sections of every compression's docstring."""
-
-
-def _compression_doc(equation):
-    """Class decorator: fills a compression's `{shapes}` placeholder with `SHAPES_DOC`, and `{reference}` with the
-    Reference to section 2.3.2, eq. `equation` of the MCAN paper (`fill_docstring`)."""
-    return fill_docstring(
-        shapes=SHAPES_DOC,
-        reference=f"""Reference:
-    - [Tay, Tuan, Hui. Multi-Cast Attention Networks. KDD 2018](https://arxiv.org/abs/1806.00778),
-      section 2.3.2, eq. {equation}.""",
-    )
 
 
 class _Compression(keras.layers.Layer):
-    """Shared plumbing: position-wise, mask passes through, output `[..., 1]` (see `SHAPES_DOC`)."""
+    """Shared plumbing: position-wise, mask passes through, output `[..., 1]`."""
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
@@ -53,7 +31,6 @@ class _Compression(keras.layers.Layer):
 
 
 @keras.saving.register_keras_serializable(package="keras_match")
-@_compression_doc(equation=10)
 class SumCompression(_Compression):
     """Sum compression (SM): `F(x) = sum_i x_i`.
 
@@ -62,7 +39,14 @@ class SumCompression(_Compression):
     Args:
         **kwargs: standard `keras.layers.Layer` arguments (`name`, `dtype`).
 
-    {shapes}
+    Input shape:
+        `[..., n]` float tensor.
+
+    Output shape:
+        `[..., 1]`, same dtype.
+
+    Masking:
+        Position-wise; the input mask is passed through unchanged.
 
     Examples:
 
@@ -70,7 +54,9 @@ class SumCompression(_Compression):
     SumCompression()(np.ones((2, 7, 50), "float32"))  # [2, 7, 1], every value 50.0
     ```
 
-    {reference}
+    Reference:
+        - [Tay, Tuan, Hui. Multi-Cast Attention Networks. KDD 2018](https://arxiv.org/abs/1806.00778),
+          section 2.3.2, eq. 10.
     """
 
     def call(self, inputs):
@@ -81,7 +67,6 @@ class SumCompression(_Compression):
 
 
 @keras.saving.register_keras_serializable(package="keras_match")
-@_compression_doc(equation=11)
 class DenseCompression(_Compression):
     """Neural-network compression (NN): `F(x) = ReLU(x W_c + b_c)`.
 
@@ -92,7 +77,14 @@ class DenseCompression(_Compression):
         kernel_regularizer: optional regularizer of `W_c`.
         **kwargs: standard `keras.layers.Layer` arguments (`name`, `dtype`).
 
-    {shapes}
+    Input shape:
+        `[..., n]` float tensor.
+
+    Output shape:
+        `[..., 1]`, same dtype.
+
+    Masking:
+        Position-wise; the input mask is passed through unchanged.
 
     Weights (in `get_weights()` order):
         `kernel [n, 1]` (Glorot uniform), `bias [1]` (zeros): 2 trainable weights.
@@ -106,7 +98,9 @@ class DenseCompression(_Compression):
     DenseCompression(kernel_regularizer="l2")(np.ones((2, 7, 50), "float32"))  # [2, 7, 1]
     ```
 
-    {reference}
+    Reference:
+        - [Tay, Tuan, Hui. Multi-Cast Attention Networks. KDD 2018](https://arxiv.org/abs/1806.00778),
+          section 2.3.2, eq. 11.
     """
 
     def __init__(self, kernel_regularizer=None, **kwargs):
@@ -130,7 +124,6 @@ class DenseCompression(_Compression):
 
 
 @keras.saving.register_keras_serializable(package="keras_match")
-@_compression_doc(equation=12)
 class FactorizationMachine(_Compression):
     """Factorization-machine compression (FM).
 
@@ -154,7 +147,14 @@ class FactorizationMachine(_Compression):
         kernel_regularizer: optional regularizer of `w` and `V` (not of `w0`).
         **kwargs: standard `keras.layers.Layer` arguments (`name`, `dtype`).
 
-    {shapes}
+    Input shape:
+        `[..., n]` float tensor.
+
+    Output shape:
+        `[..., 1]`, same dtype.
+
+    Masking:
+        Position-wise; the input mask is passed through unchanged.
 
     Weights (in `get_weights()` order):
         `bias [1]` (w0, zeros), `linear [n, 1]` (w, Glorot uniform), `factors [n, k]` (V, normal with
@@ -170,7 +170,9 @@ class FactorizationMachine(_Compression):
     FactorizationMachine(factors=10)(np.ones((2, 7, 50), "float32"))  # [2, 7, 1]
     ```
 
-    {reference}
+    Reference:
+        - [Tay, Tuan, Hui. Multi-Cast Attention Networks. KDD 2018](https://arxiv.org/abs/1806.00778),
+          section 2.3.2, eq. 12.
         - [Rendle. Factorization Machines. ICDM 2010](https://doi.org/10.1109/ICDM.2010.127), eq. 1 and
           lemma 3.1.
     """
