@@ -7,8 +7,8 @@ fetched through `keras.utils.get_file`, the derived files built and checked). Pr
 
 `--main-job` then runs README's main job (`keras-match train mcan_fm --dataset trecqa-clean --epochs 5`) on the
 fresh cache, for its wall time (minutes), its peak memory (the largest resident set of the command's process)
-and its dev / test figures. `--table FILE` prints the dataset table of docs/data.md from a result file (`--table FILE
---main-job`: the main job's row); a file without provenance is refused.
+and its dev / test figures. `--table FILE` prints the dataset table of docs/data.md from a result file
+(`--table FILE --main-job`: the main job's row); a file without provenance is refused.
 """
 
 import argparse
@@ -55,7 +55,8 @@ def read(path):
 
 
 def table(path):
-    """The dataset table of docs/data.md (markdown) from a result file of this script and `keras_match.datasets.sources`:
+    """The dataset table of docs/data.md (markdown) from a result file of this script and
+    `keras_match.datasets.sources`:
     per dataset its origin, license, files fetched / built, megabytes fetched, size on disk and the wall time of
     `keras-match data download NAME` on an empty cache; then the totals."""
     from keras_match.datasets import sources
@@ -94,7 +95,8 @@ def main_job_table(path):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--table", default=None, metavar="FILE", help="print the dataset table (docs/data.md) from a result file")
+    parser.add_argument("--table", default=None, metavar="FILE",
+                        help="print the dataset table (docs/data.md) from a result file")
     parser.add_argument("--data-dir", help="the data folder the stand-in server serves from")
     parser.add_argument("--datasets", nargs="+", default=None, help="default: every dataset")
     parser.add_argument("--main-job", action="store_true", help="also run README's main job on the fresh cache")
