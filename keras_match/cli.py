@@ -183,6 +183,11 @@ def _text_inputs(items, preprocessor, command):
     return {name: values * count if len(values) == 1 else values for name, values in texts.items()}
 
 
+def _flag(option):
+    """The command-line flag of a family's explain option: `top_k` -> `--top-k`."""
+    return f"--{option.replace('_', '-')}"
+
+
 def _explain_options(family, items):
     """The options of `family.explain_options` among the command's extra arguments, and the rest (the texts).
 
@@ -193,12 +198,12 @@ def _explain_options(family, items):
 
     parser = _Parser(prog="keras-match explain", add_help=False, allow_abbrev=False)
     for name, spec in family.explain_options.items():
-        parser.add_argument(f"--{name.replace('_', '-')}", dest=name, default=None, **spec)
+        parser.add_argument(_flag(name), dest=name, default=None, **spec)
     known, rest = parser.parse_known_args(items)
-    others = {f"--{name.replace('_', '-')}" for other in zoo.families().values() for name in other.explain_options}
+    others = {_flag(name) for other in zoo.families().values() for name in other.explain_options}
     foreign = [item.split("=", 1)[0] for item in rest if item.split("=", 1)[0] in others]
     if foreign:
-        takes = " ".join(f"--{name.replace('_', '-')}" for name in family.explain_options) or "no option"
+        takes = " ".join(map(_flag, family.explain_options)) or "no option"
         raise ValueError(f"explain: a {family.name} run takes {takes}, not {', '.join(foreign)}")
     return {name: value for name, value in vars(known).items() if value is not None}, rest
 
@@ -214,7 +219,7 @@ class _ExplainParser(_Parser):
         for name, family in sorted(zoo.families().items()):
             for option, spec in family.explain_options.items():
                 metavar = spec.get("metavar", option.upper())
-                lines.append(f"  {name}: --{option.replace('_', '-')} {metavar}{' ...' if spec.get('nargs') else ''}"
+                lines.append(f"  {name}: {_flag(option)} {metavar}{' ...' if spec.get('nargs') else ''}"
                              f"  {spec.get('help', '')}")
         return "\n".join(lines) + "\n"
 
