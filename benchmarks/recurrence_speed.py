@@ -41,6 +41,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 from keras_match import datasets, provenance, text, training  # noqa: E402
+from keras_match.encoders import WordVectorEncoder  # noqa: E402
 from keras_match.models.ctrn import build_ctrn, build_qrnn_matcher, build_recurrent_matcher  # noqa: E402
 
 MAX_QUESTION_LENGTH, MAX_ANSWER_LENGTH = 40, 60
@@ -77,7 +78,8 @@ def build_lstm_matcher(vocab_size, embedding_dim, units, **kwargs):
         lstm = keras.layers.LSTM(units, return_sequences=True, kernel_regularizer=regularizer, name="siamese_lstm")
         return lstm(q), lstm(a)
 
-    return build_recurrent_matcher(encode, vocab_size=vocab_size, embedding_dim=embedding_dim, name="lstm", **kwargs)
+    return build_recurrent_matcher(encode, input_encoder=WordVectorEncoder(vocab_size, embedding_dim), name="lstm",
+                                   **kwargs)
 
 
 def main(argv=None):

@@ -48,6 +48,7 @@ import tempfile
 
 import numpy as np
 
+from keras_match.encoders import EMBEDDING_LAYER
 from keras_match import storage
 from keras_match.precision import check_resolved
 
@@ -71,8 +72,6 @@ WEIGHTS_FILE = "model.weights.h5"
 METADATA_FILE = "metadata.json"
 CARD_FILE = "README.md"
 CONFIG_FILE = "config.json"
-EMBEDDING_LAYER = "word_embedding"
-"""The name of the word embedding layer of every zoo model (`keras_match.models.common.frozen_embedding`)."""
 
 SHIPPED_FOLDER = "presets"
 """The folder of the package (`keras_match/presets/<entry>/<dataset>/`) that holds the shipped presets."""

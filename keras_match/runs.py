@@ -38,6 +38,7 @@ import typing
 import keras
 import numpy as np
 
+from keras_match.encoders import EMBEDDING_LAYER
 from keras_match import callbacks, heads, pipeline, preprocessors, storage, tasks
 from keras_match import precision as precision_lib
 from keras_match.preprocessors.base import CONFIG_FILE as PREPROCESSOR_FILE
@@ -548,6 +549,6 @@ def load_run(run_dir, precision="float32") -> Run:
 def _embedding_rows(model):
     """The number of rows of the model's word embedding (`word_embedding`), or None without one."""
     try:
-        return int(model.get_layer("word_embedding").input_dim)
+        return int(model.get_layer(EMBEDDING_LAYER).input_dim)
     except ValueError:
         return None

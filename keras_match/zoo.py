@@ -268,7 +268,9 @@ def describe(name):
 
 
 def _builder_arguments(family, builder):
-    return list(inspect.signature(family.builder(builder)).parameters)
+    from keras_match import encoders
+
+    return encoders.builder_settings(family.builder(builder))
 
 
 def builder_arguments(settings: Settings) -> list:
@@ -332,12 +334,15 @@ def _check_model_arguments(settings, family, preprocessor_class):
                              "cannot be switched on")
 
 
-def build(settings: Settings, embeddings=None, **model_arguments):
+def build(settings: Settings, embeddings=None, *, input_encoder=None, **model_arguments):
     """The (uncompiled) model of resolved `settings`.
 
     Args:
         settings: `resolve(...)`'s result.
         embeddings: optional pretrained vectors `[vocab_size, dim]`.
+        input_encoder: optional `keras_match.encoders.InputEncoder` to build the family's body on instead of the
+            word vectors of `settings` (their settings `embedding_dim`, `trainable_embeddings` and `embeddings`
+            are then not used).
         **model_arguments: what the preprocessor gives the builder (`vocab_size`, `num_features` for the pair
             preprocessor: `Preprocessor.model_arguments()`); defaults from the preprocessing settings.
     """
@@ -351,8 +356,17 @@ def build(settings: Settings, embeddings=None, **model_arguments):
     kwargs = dict(settings.model)
     kwargs.setdefault("name", settings.name)
     kwargs.update({key: value for key, value in arguments.items() if key in taken or value})
+    builder = family.builder(settings.builder)
+    if input_encoder is not None:  # the word-vector settings make no encoder then
+        make = getattr(builder, "make_encoder", None)
+        taken = set(inspect.signature(builder).parameters)
+        word_vector_settings = set(inspect.signature(make).parameters) - taken if make else set()
+        kwargs = {key: value for key, value in kwargs.items()
+                  if key not in word_vector_settings and key != "vocab_size"}
+        with precision_lib.scope(settings.training.precision):
+            return builder(input_encoder, **kwargs)
     with precision_lib.scope(settings.training.precision):  # the layers compute in the run's precision
-        return family.builder(settings.builder)(embeddings=embeddings, **kwargs)
+        return builder(embeddings=embeddings, **kwargs)
 
 
 def optimizer(settings: Settings):

@@ -1,10 +1,10 @@
-"""Pieces every matching-model builder shares: token-id inputs, the embedding layer, the matching features, and
-`matching_model`, the one way a builder ends (pair representation + pair features -> prediction layers -> head)."""
+"""Pieces every matching-model builder shares: token-id inputs, the matching features, and `matching_model`, the
+shared head every builder ends with (pair representation + pair features -> prediction layers -> output layer).
+The input encoder, which every builder starts with, is `keras_match.encoders`."""
 
 from __future__ import annotations
 
 import keras
-import numpy as np
 
 
 def token_inputs(*names):
@@ -14,26 +14,6 @@ def token_inputs(*names):
     Lengths are left unknown so batches can be trimmed to their longest text.
     """
     return tuple(keras.Input(shape=(None,), dtype="int32", name=name) for name in names)
-
-
-def frozen_embedding(vocab_size, embedding_dim, embeddings=None, trainable=False):
-    """A masking `Embedding` (id 0 is padding) shared by both texts.
-
-    With `embeddings` ([vocab_size, dim] pretrained vectors) its width is taken from the matrix; the builder
-    copies the vectors in with `set_weights` once the model is built, so the `.keras` config never holds the
-    matrix. Raises ValueError when the matrix has the wrong number of rows.
-    """
-    if embeddings is not None:
-        embeddings = np.asarray(embeddings)
-        if embeddings.ndim != 2 or embeddings.shape[0] != vocab_size:
-            raise ValueError(
-                f"embeddings: expected a matrix of shape [vocab_size={vocab_size}, dim], "
-                f"got shape {embeddings.shape}"
-            )
-        embedding_dim = int(embeddings.shape[1])
-    return keras.layers.Embedding(
-        vocab_size, embedding_dim, mask_zero=True, trainable=trainable, name="word_embedding"
-    )
 
 
 def matching_features(xq, xa):
@@ -88,9 +68,10 @@ def output_head(x, head="softmax", num_classes=None, regularizer=None):
 
 
 def matching_model(inputs, x, *, features=None, prediction=None, head="softmax", num_classes=None,
-                   regularizer=None, embedding=None, embeddings=None, name=None):
-    """Ends a builder: the representation `x` (with the pair features), the prediction layers, the head, the
-    `keras.Model`, and the pretrained vectors copied into the embedding.
+                   regularizer=None, name=None):
+    """The shared head that ends a builder: the representation `x` (with the pair features), the prediction
+    layers, the output layer and the `keras.Model` (the input encoder's `finish` then runs in
+    `keras_match.encoders.takes_input_encoder`).
 
     Args:
         inputs: dict of the model's token-id inputs (`keras.Input`s).
@@ -99,8 +80,6 @@ def matching_model(inputs, x, *, features=None, prediction=None, head="softmax",
             concatenates its word-overlap features "before the dense layers") and added to the inputs.
         prediction: the family's prediction layers, a function `[batch, d'] -> [batch, h]` (None: none).
         head, num_classes, regularizer: the output head (`output_head`).
-        embedding: the model's word embedding layer (`frozen_embedding`); `embeddings`, if given, are copied in
-            once the model is built, so the `.keras` config never holds the matrix.
         name: the model's name.
 
     Returns:
@@ -112,10 +91,7 @@ def matching_model(inputs, x, *, features=None, prediction=None, head="softmax",
         x = keras.layers.Concatenate(name="pair_and_features")([x, features])
     if prediction is not None:
         x = prediction(x)
-    model = keras.Model(inputs, output_head(x, head, num_classes, regularizer), name=name)
-    if embeddings is not None:
-        embedding.set_weights([np.asarray(embeddings, dtype="float32")])
-    return model
+    return keras.Model(inputs, output_head(x, head, num_classes, regularizer), name=name)
 
 
 # ---------------------------------------------------------------------------------------------- explanations

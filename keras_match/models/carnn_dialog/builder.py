@@ -5,6 +5,9 @@ from __future__ import annotations
 import keras
 import numpy as np
 
+from keras_match.encoders import EMBEDDING_LAYER
+from keras_match.encoders import WordVectorEncoder
+from keras_match.encoders import takes_input_encoder
 from keras_match.layers.carnn import CARNN
 from keras_match.layers.carnn import VARIANTS
 from keras_match.layers.position_encoder import PositionEncoder
@@ -31,17 +34,33 @@ def _candidate_ids(candidate_ids, num_classes):
     return ids.astype(np.int32)
 
 
+def dialog_word_vectors(vocab_size, embeddings=None, units=1024, trainable_embeddings=True,
+                        pretrained_embeddings=False):
+    """The dialog model's input encoder from its settings: word vectors of width `units`, trained from a random
+    start (the paper's) unless `pretrained_embeddings` (then `embeddings`, `[vocab_size, units]`).
+
+    Raises:
+        ValueError: `pretrained_embeddings` without `embeddings`, or embeddings of another shape.
+    """
+    if not pretrained_embeddings:
+        return WordVectorEncoder(vocab_size, units, None, trainable_embeddings)
+    if embeddings is None:
+        raise ValueError("pretrained_embeddings=True needs embeddings")
+    embeddings = np.asarray(embeddings)
+    if embeddings.shape != (vocab_size, units):
+        raise ValueError(f"embeddings: expected [vocab_size={vocab_size}, units={units}], got {embeddings.shape}")
+    return WordVectorEncoder(vocab_size, units, embeddings, trainable_embeddings)
+
+
+@takes_input_encoder(dialog_word_vectors)
 def build_carnn_dialog(
-    vocab_size,
+    input_encoder,
     candidate_ids=None,
-    embeddings=None,
     units=1024,
     variant="i",
     projection=False,
     position_encoding="paper",
     empty_history="context",
-    trainable_embeddings=True,
-    pretrained_embeddings=False,
     head="classification",
     num_classes=None,
     name=None,
@@ -71,18 +90,19 @@ def build_carnn_dialog(
     (`keras_match.preprocessors.DialogPreprocessor`).
 
     Args:
-        vocab_size: int, token ids including padding (0) and OOV (1).
+        input_encoder: the `keras_match.encoders.InputEncoder` of every utterance's token ids, `units` wide
+            (the paper's: word vectors, `dialog_word_vectors`). For one release the builder also takes, by keyword
+            and instead of it, the settings of `dialog_word_vectors`: `vocab_size` (token ids including padding 0
+            and OOV 1), `embeddings` (optional pretrained vectors `[vocab_size, units]`, used only with
+            `pretrained_embeddings`), `trainable_embeddings` (default True: the paper trains them) and
+            `pretrained_embeddings` (default False: a random start, as the paper).
         candidate_ids: int `[C, length]`, the candidates' token ids (`DialogPreprocessor.candidate_ids`); None
             builds an empty set of `num_classes` candidates (every candidate scores 0; for building without data).
-        embeddings: optional pretrained vectors `[vocab_size, units]`; used only with `pretrained_embeddings`.
         units: int, the hidden size (1024 in the paper).
         variant: `"n"`, `"i"` or `"s"`, the CARNN unit.
         projection: bool, score with a learned matrix `W` (`CandidateScorer`), not in eq. 10.
         position_encoding: `"paper"` or `"memn2n_code"`, the Position Encoder's weights (`PositionEncoder`).
         empty_history: `"context"` or `"zeros"`, `h_his` of a turn without history (`HistoryAttention`).
-        trainable_embeddings: bool, train the word vectors (the paper does).
-        pretrained_embeddings: bool, start from `embeddings` (their width must be `units`); False (the paper):
-            a random start, and `embeddings` are ignored.
         head: `"classification"` (the only head: a softmax over the candidate set, eq. 10).
         num_classes: the number of candidates the task selects among (checked against `candidate_ids`).
         name: the model's name.
@@ -93,7 +113,8 @@ def build_carnn_dialog(
 
     Raises:
         ValueError: a head other than "classification", an unknown variant, `units` not a positive integer,
-            candidate ids of another shape or count than `num_classes`, pretrained embeddings of another shape.
+            candidate ids of another shape or count than `num_classes`, pretrained embeddings of another shape,
+            an input encoder whose width is not `units`.
     """
     if head != "classification":
         raise ValueError(f"the CARNN dialog model's head is a softmax over the candidate set (eq. 10): head must be "
@@ -106,38 +127,31 @@ def build_carnn_dialog(
         raise ValueError(f"empty_history must be one of {EMPTY_HISTORY}, got {empty_history!r}")
     if isinstance(units, bool) or not isinstance(units, int) or units < 1:
         raise ValueError(f"units must be a positive integer, got {units!r}")
+    if input_encoder.output_dim != units:
+        raise ValueError(f"the input encoder's states are {input_encoder.output_dim} wide but units is {units}: eq. 8 "
+                         "adds h_m to e_m and eq. 10 dots h_his with e_y, so they must be of one width")
     ids = _candidate_ids(candidate_ids, num_classes)
-    if pretrained_embeddings:
-        if embeddings is None:
-            raise ValueError("pretrained_embeddings=True needs embeddings")
-        embeddings = np.asarray(embeddings)
-        if embeddings.shape != (vocab_size, units):
-            raise ValueError(f"embeddings: expected [vocab_size={vocab_size}, units={units}], got "
-                             f"{embeddings.shape}")
 
     history = keras.Input(shape=(None, None), dtype="int32", name="history")
     context = keras.Input(shape=(None,), dtype="int32", name="context")
-    embedding = keras.layers.Embedding(vocab_size, units, mask_zero=True, trainable=trainable_embeddings,
-                                       name="word_embedding")
-    turns = PositionEncoder(position_encoding, name="turn_encoder")(embedding(history))  # e_1..e_{M-1}, turn mask
-    user = PositionEncoder(position_encoding, name="context_encoder")(embedding(context))  # c = e_M
+    input_encoder.make_layers()  # where the embedding always was made: seeded runs draw the same weights
+    turns = PositionEncoder(position_encoding, name="turn_encoder")(input_encoder(history))  # e_1..e_{M-1}, turn mask
+    user = PositionEncoder(position_encoding, name="context_encoder")(input_encoder(context))  # c = e_M
     states = CARNN(units, variant, return_sequences=True, name="carnn")([turns, user])  # h_1..h_{M-1}
     summary = HistoryAttention(empty_history, name="history_attention")([states, turns, user])  # h_his (eq. 8)
     constant = CandidateIds(int(ids.shape[0]), int(ids.shape[1]), name="candidate_ids")
-    candidates = PositionEncoder(position_encoding, name="candidate_encoder")(embedding(constant(context)))  # eq. 9
+    candidates = PositionEncoder(position_encoding, name="candidate_encoder")(input_encoder(constant(context)))  # eq. 9
     logits = CandidateScorer(projection, name="candidate_scores")([summary, candidates])
     probabilities = keras.layers.Activation("softmax", dtype="float32", name=OUTPUT_LAYER)(logits)  # eq. 10
     model = keras.Model({"history": history, "context": context}, probabilities, name=name)
     constant.set_ids(ids)
-    if pretrained_embeddings:
-        embedding.set_weights([embeddings.astype("float32")])
     return model
 
 
 def _scoring_parts(model, who):
     """The layers eq. 9-10 use and the history summary `h_his` (eq. 8) as a model of the inputs."""
     try:
-        embedding = model.get_layer("word_embedding")
+        embedding = model.get_layer(EMBEDDING_LAYER)
         encoder = model.get_layer("candidate_encoder")
         scorer = model.get_layer("candidate_scores")
     except ValueError as error:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import keras
 
+from keras_match.encoders import takes_input_encoder
+from keras_match.encoders import word_vectors
 from keras_match.layers.checks import positive_int
-from keras_match.models.common import feature_input, frozen_embedding, matching_model, token_inputs
+from keras_match.models.common import feature_input, matching_model, token_inputs
 from keras_match.models.compare_aggregate.compare_aggregate import CompareAggregate
 
 
@@ -14,10 +16,9 @@ def _check_rate(name, value):
         raise ValueError(f"{name} must be a number in [0, 1), got {value!r}")
 
 
+@takes_input_encoder(word_vectors)
 def build_compare_aggregate(
-    vocab_size,
-    embedding_dim=300,
-    embeddings=None,
+    input_encoder,
     comparison="submult_nn",
     units=150,
     windows=(1, 2, 3, 4, 5),
@@ -25,7 +26,6 @@ def build_compare_aggregate(
     conv_padding="valid",
     dense_units=None,
     embedding_dropout=0.3,
-    trainable_embeddings=False,
     head="score",
     num_classes=None,
     num_features=0,
@@ -57,12 +57,10 @@ def build_compare_aggregate(
     neither. Train it with Adamax (learning rate 0.002, beta 0.9 / 0.999, the appendix).
 
     Args:
-        vocab_size: int, number of token ids including padding (0) and OOV (1), as
-            `keras_match.text.TextEncoder.vocab_size`.
-        embedding_dim: int, word vector size. Ignored when `embeddings` is given (its width is used).
-        embeddings: optional float array `[vocab_size, embedding_dim]`, pretrained vectors (GloVe), e.g.
-            from `keras_match.text.load_embeddings`. Without it the embeddings are randomly initialised.
-        trainable_embeddings: bool, whether the word vectors are trained (the papers keep them fixed).
+        input_encoder: the `keras_match.encoders.InputEncoder` that turns token ids into per-token states
+            (`keras_match.encoders.WordVectorEncoder`: the paper's word vectors). For one release the builder
+            also takes, by keyword and instead of it, the word-vector settings of earlier releases: `vocab_size`,
+            `embeddings`, `embedding_dim` (default 300) and `trainable_embeddings` (default False).
         comparison: str, the comparison function f of eq. 3-8: `"nn"`, `"ntn"`, `"euccos"`, `"sub"`, `"mult"`
             or `"submult_nn"` (case-insensitive; see `keras_match.layers.get_comparison`).
         units: int, the hidden size l (150 in the appendix): width of the preprocessing (eq. 1), of the
@@ -130,15 +128,15 @@ def build_compare_aggregate(
         name="compare_aggregate",
     )
     question, answer = token_inputs("question", "answer")
-    embedding = frozen_embedding(vocab_size, embedding_dim, embeddings, trainable_embeddings)
+    input_encoder.make_layers()  # where the embedding always was made: seeded runs draw the same weights
 
     # Appendix: dropout on the embedding layer (independent masks for the two texts).
     drop = keras.layers.Dropout(embedding_dropout, name="dropout_embedded")
-    r = compare_aggregate([drop(embedding(question)), drop(embedding(answer))])  # [batch, n * filters]
+    r = compare_aggregate([drop(input_encoder(question)), drop(input_encoder(answer))])  # [batch, n * filters]
 
     # eq. 10: w^T tanh(W^s r + b^s) + b; the head's Dense layer holds w and b.
     return matching_model(
         {"question": question, "answer": answer}, r, features=features,
         prediction=keras.layers.Dense(dense_units or units, activation="tanh", name="prediction_hidden"),
-        head=head, num_classes=num_classes, embedding=embedding, embeddings=embeddings,
+        head=head, num_classes=num_classes,
         name=name or f"compare_aggregate_{str(comparison).lower()}")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from keras_match.encoders import EMBEDDING_LAYER
 from keras_match.models.common import describe_output, explained_pair
 
 __all__ = ["conv_maxima", "plot_conv_maxima"]
@@ -71,7 +72,7 @@ def conv_maxima(run, question, answer, window=None) -> dict:
     tokens = [t.decode("utf-8", "replace") if isinstance(t, bytes) else str(t)
               for t in text.tokenize([answer], lowercase=run.preprocessor.lowercase)[0].numpy().tolist()][:length]
 
-    embedding = run.model.get_layer("word_embedding")
+    embedding = run.model.get_layer(EMBEDDING_LAYER)
     probe = CompareAggregate.from_config({**config, "return_word_features": True})
     q, a = embedding(q_ids), embedding(a_ids)
     masks = [q_ids != 0, a_ids != 0]

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import keras
 
+from keras_match.encoders import takes_input_encoder
+from keras_match.encoders import word_vectors_with
 from keras_match.models.common import feature_input
-from keras_match.models.common import frozen_embedding
 from keras_match.models.common import matching_model
 from keras_match.models.common import token_inputs
 from keras_match.models.coupled_lstm.coupled_lstm import COUPLINGS
@@ -27,10 +28,9 @@ def _pooling(pooling):
     return tuple(pooling)
 
 
+@takes_input_encoder(word_vectors_with(embedding_dim=50, trainable_embeddings=True))
 def build_coupled_lstm(
-    vocab_size,
-    embedding_dim=50,
-    embeddings=None,
+    input_encoder,
     coupling="loose",
     blocks=1,
     directions=4,
@@ -41,7 +41,6 @@ def build_coupled_lstm(
     dropout=0.0,
     l2=5e-5,
     num_features=0,
-    trainable_embeddings=True,
     head="score",
     num_classes=None,
     name=None,
@@ -66,12 +65,10 @@ def build_coupled_lstm(
     Train with AdaGrad and gradient clipping (section 5; the zoo presets' `training`).
 
     Args:
-        vocab_size: int, number of token ids including padding (0) and OOV (1), as
-            `keras_match.text.TextEncoder.vocab_size`.
-        embedding_dim: int, word vector size. Ignored when `embeddings` is given (its width is used).
-        embeddings: optional float array `[vocab_size, embedding_dim]`, pretrained vectors (GloVe), e.g.
-            from `keras_match.text.load_embeddings`. Without it the embeddings are randomly initialised.
-        trainable_embeddings: bool, whether the word vectors are trained (the papers keep them fixed).
+        input_encoder: the `keras_match.encoders.InputEncoder` that turns token ids into per-token states
+            (`keras_match.encoders.WordVectorEncoder`: the paper's word vectors). For one release the builder
+            also takes, by keyword and instead of it, the word-vector settings of earlier releases: `vocab_size`,
+            `embeddings`, `embedding_dim` (default 50) and `trainable_embeddings` (default True).
         coupling: `"loose"` (LC-LSTMs) or `"tight"` (TC-LSTMs).
         blocks: int >= 1, the number of stacked C-LSTMs blocks (1; 3 for the paper's best rankers, 4 for its
             best classifiers).
@@ -124,8 +121,8 @@ def build_coupled_lstm(
     regularizer = keras.regularizers.L2(l2) if l2 else None
 
     question, answer = token_inputs("question", "answer")
-    embedding = frozen_embedding(vocab_size, embedding_dim, embeddings, trainable_embeddings)
-    grid = [embedding(question), embedding(answer)]
+    input_encoder.make_layers()  # where the embedding always was made: seeded runs draw the same weights
+    grid = [input_encoder(question), input_encoder(answer)]
     for block in range(1, blocks + 1):
         grid = CoupledLSTM2D(
             units,
@@ -150,5 +147,4 @@ def build_coupled_lstm(
         return x
 
     return matching_model({"question": question, "answer": answer}, x, features=features, prediction=prediction,
-                          head=head, num_classes=num_classes, regularizer=regularizer, embedding=embedding,
-                          embeddings=embeddings, name=name or "coupled_lstm")
+                          head=head, num_classes=num_classes, regularizer=regularizer, name=name or "coupled_lstm")

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import keras
 
+from keras_match.encoders import takes_input_encoder
+from keras_match.encoders import word_vectors
 from keras_match.layers import TemporalMeanPooling
 from keras_match.models.ctrn.ctrn import CTRN
 from keras_match.models.ctrn.qrnn import QRNN
-from keras_match.models.common import feature_input, frozen_embedding, matching_model, token_inputs
+from keras_match.models.common import feature_input, matching_model, token_inputs
 
 
 def _check_positive(**values):
@@ -16,8 +18,8 @@ def _check_positive(**values):
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
-_SHARED = ("vocab_size", "embedding_dim", "embeddings", "projection_dim", "num_dense_layers", "dense_units", "dropout",
-           "l2", "num_features", "trainable_embeddings", "head", "num_classes")
+_SHARED = ("input_encoder", "projection_dim", "num_dense_layers", "dense_units", "dropout", "l2", "num_features", "head",
+           "num_classes")
 """The arguments `build_ctrn` and `build_qrnn_matcher` pass on to `build_recurrent_matcher` unchanged."""
 
 
@@ -28,16 +30,13 @@ def _shared_arguments(arguments):
 def build_recurrent_matcher(
     encode,
     *,
-    vocab_size,
-    embedding_dim=300,
-    embeddings=None,
+    input_encoder,
     projection_dim=None,
     num_dense_layers=1,
     dense_units=128,
     dropout=0.5,
     l2=4e-6,
     num_features=0,
-    trainable_embeddings=False,
     head="softmax",
     num_classes=None,
     name=None,
@@ -65,16 +64,16 @@ def build_recurrent_matcher(
     features = feature_input(num_features)
     regularizer = keras.regularizers.L2(l2) if l2 else None
     question, answer = token_inputs("question", "answer")
-    embedding = frozen_embedding(vocab_size, embedding_dim, embeddings, trainable_embeddings)
-    width = projection_dim or embedding.output_dim
+    input_encoder.make_layers()  # where the embedding always was made: seeded runs draw the same weights
+    width = projection_dim or input_encoder.output_dim
 
     # "Word embedding matrices are all non-trainable and are learned by the projection layer instead."
     projection = keras.layers.Dense(
         width, activation="relu", kernel_regularizer=regularizer, name="projection"
     )
     drop = keras.layers.Dropout(dropout, name="dropout_projected")
-    q = drop(projection(embedding(question)))
-    a = drop(projection(embedding(answer)))
+    q = drop(projection(input_encoder(question)))
+    a = drop(projection(input_encoder(answer)))
 
     hq, ha = encode(q, a, regularizer)
 
@@ -91,14 +90,12 @@ def build_recurrent_matcher(
         return keras.layers.Dropout(dropout, name="dropout_output")(x)
 
     return matching_model({"question": question, "answer": answer}, x, features=features, prediction=prediction,
-                          head=head, num_classes=num_classes, regularizer=regularizer, embedding=embedding,
-                          embeddings=embeddings, name=name)
+                          head=head, num_classes=num_classes, regularizer=regularizer, name=name)
 
 
+@takes_input_encoder(word_vectors)
 def build_ctrn(
-    vocab_size,
-    embedding_dim=300,
-    embeddings=None,
+    input_encoder,
     filters=512,
     kernel_size=2,
     alignment="index",
@@ -108,7 +105,6 @@ def build_ctrn(
     dropout=0.5,
     l2=4e-6,
     num_features=0,
-    trainable_embeddings=False,
     head="softmax",
     num_classes=None,
     name=None,
@@ -135,12 +131,10 @@ def build_ctrn(
     does not name them).
 
     Args:
-        vocab_size: int, number of token ids including padding (0) and OOV (1), as
-            `keras_match.text.TextEncoder.vocab_size`.
-        embedding_dim: int, word vector size. Ignored when `embeddings` is given (its width is used).
-        embeddings: optional float array `[vocab_size, embedding_dim]`, pretrained vectors (GloVe), e.g.
-            from `keras_match.text.load_embeddings`. Without it the embeddings are randomly initialised.
-        trainable_embeddings: bool, whether the word vectors are trained (the papers keep them fixed).
+        input_encoder: the `keras_match.encoders.InputEncoder` that turns token ids into per-token states
+            (`keras_match.encoders.WordVectorEncoder`: the paper's word vectors). For one release the builder
+            also takes, by keyword and instead of it, the word-vector settings of earlier releases: `vocab_size`,
+            `embeddings`, `embedding_dim` (default 300) and `trainable_embeddings` (default False).
         filters: int, number of filters d of the convolutions, the hidden size (the paper tunes 128..1024).
         kernel_size: int, filter width k (2 in the paper's Table 2).
         alignment: `"index"` (default, `t* = t`; it trained as well or slightly better on TrecQA in a quick
@@ -195,10 +189,9 @@ def build_ctrn(
     )
 
 
+@takes_input_encoder(word_vectors)
 def build_qrnn_matcher(
-    vocab_size,
-    embedding_dim=300,
-    embeddings=None,
+    input_encoder,
     filters=512,
     kernel_size=2,
     projection_dim=None,
@@ -207,7 +200,6 @@ def build_qrnn_matcher(
     dropout=0.5,
     l2=4e-6,
     num_features=0,
-    trainable_embeddings=False,
     head="softmax",
     num_classes=None,
     name=None,

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import keras
 
+from keras_match.encoders import takes_input_encoder
+from keras_match.encoders import word_vectors_with
 from keras_match.layers.checks import one_of
 from keras_match.layers.checks import positive_int
 from keras_match.models.common import feature_input
-from keras_match.models.common import frozen_embedding
 from keras_match.models.common import matching_model
 from keras_match.models.common import token_inputs
 from keras_match.models.iwan.alignment import COMPARES
@@ -33,10 +34,9 @@ def pair_vector(vs, vt):
     return keras.layers.Concatenate(name="pair_vector")([vs, vt, product, distance])
 
 
+@takes_input_encoder(word_vectors_with(embedding_dim=50, trainable_embeddings=False))
 def build_iwan(
-    vocab_size,
-    embedding_dim=50,
-    embeddings=None,
+    input_encoder,
     encoder="bilstm",
     weighting="inter_attention",
     hidden_units=100,
@@ -47,7 +47,6 @@ def build_iwan(
     compare="orthogonal",
     embedding_dropout=None,
     dropout=0.3,
-    trainable_embeddings=False,
     head="softmax",
     num_classes=None,
     num_features=0,
@@ -81,12 +80,10 @@ def build_iwan(
     50d and a CPU.
 
     Args:
-        vocab_size: int, number of token ids including padding (0) and OOV (1), as
-            `keras_match.text.TextEncoder.vocab_size`.
-        embedding_dim: int, word vector size. Ignored when `embeddings` is given (its width is used).
-        embeddings: optional float array `[vocab_size, embedding_dim]`, pretrained vectors (GloVe), e.g.
-            from `keras_match.text.load_embeddings`. Without it the embeddings are randomly initialised.
-        trainable_embeddings: bool, whether the word vectors are trained (the papers keep them fixed).
+        input_encoder: the `keras_match.encoders.InputEncoder` that turns token ids into per-token states
+            (`keras_match.encoders.WordVectorEncoder`: the paper's word vectors). For one release the builder
+            also takes, by keyword and instead of it, the word-vector settings of earlier releases: `vocab_size`,
+            `embeddings`, `embedding_dim` (default 50) and `trainable_embeddings` (default False).
         encoder: `"bilstm"` (IWAN's, default), `"ncarnn"`, `"icarnn"` or `"scarnn"` (the CARNN paper's
             cross-context encoders).
         weighting: `"inter_attention"` (default), `"inter_skip"` or `"none"` (uniform weights: an ablation).
@@ -150,13 +147,13 @@ def build_iwan(
     heads.check_head(head, num_classes)
     features = feature_input(num_features)
     question, answer = token_inputs("question", "answer")
-    embedding = frozen_embedding(vocab_size, embedding_dim, embeddings, trainable_embeddings)
-    if encoder == "scarnn" and hidden_units not in (None, embedding.output_dim):
+    input_encoder.make_layers()  # where the embedding always was made: seeded runs draw the same weights
+    if encoder == "scarnn" and hidden_units not in (None, input_encoder.output_dim):
         raise ValueError(f"encoder 'scarnn': the hidden size is the embedding width (CARNN eq. 6 has no input "
-                         f"projection); hidden_units must be None or {embedding.output_dim}, got {hidden_units!r}")
+                         f"projection); hidden_units must be None or {input_encoder.output_dim}, got {hidden_units!r}")
 
     drop = keras.layers.Dropout(embedding_dropout, name="dropout_embedded")
-    xs, xt = drop(embedding(question)), drop(embedding(answer))
+    xs, xt = drop(input_encoder(question)), drop(input_encoder(answer))
     hs, ht = ContextEncoder(encoder, hidden_units, name="context_encoder")([xs, xt])
     fs, ft = DecompositionAlignment(alignment_units, similarity=similarity, compare=compare,
                                     name="alignment")([hs, ht])
@@ -168,5 +165,5 @@ def build_iwan(
     return matching_model(
         {"question": question, "answer": answer}, z, features=features,
         prediction=keras.layers.Dense(dense_units, activation="relu", name="prediction_hidden"),
-        head=head, num_classes=num_classes, embedding=embedding, embeddings=embeddings,
+        head=head, num_classes=num_classes,
         name=name or ("iwan" if encoder == "bilstm" else f"iwan_{encoder}"))

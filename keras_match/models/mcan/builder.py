@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import keras
 
+from keras_match.encoders import takes_input_encoder
+from keras_match.encoders import word_vectors
 from keras_match.layers import Highway, MeanMaxPooling
 from keras_match.models.mcan.multi_cast_attention import MultiCastAttention
-from keras_match.models.common import (feature_input, frozen_embedding, matching_features, matching_model,
+from keras_match.models.common import (feature_input, matching_features, matching_model,
                                       token_inputs)
 
 
+@takes_input_encoder(word_vectors)
 def build_mcan(
-    vocab_size,
-    embedding_dim=300,
-    embeddings=None,
+    input_encoder,
     compression="fm",
     projection_dim=None,
     lstm_units=300,
@@ -24,7 +25,6 @@ def build_mcan(
     embedding_dropout=None,
     lstm_dropout=None,
     l2=1e-6,
-    trainable_embeddings=False,
     pooled_casts="broadcast",
     scaled_affinity=False,
     shared_affinity=True,
@@ -56,12 +56,10 @@ def build_mcan(
     `keras_match.losses.PointwiseCrossEntropy` (eq. 17).
 
     Args:
-        vocab_size: int, number of token ids including padding (0) and OOV (1), as
-            `keras_match.text.TextEncoder.vocab_size`.
-        embedding_dim: int, word vector size. Ignored when `embeddings` is given (its width is used).
-        embeddings: optional float array `[vocab_size, embedding_dim]`, pretrained vectors (GloVe), e.g.
-            from `keras_match.text.load_embeddings`. Without it the embeddings are randomly initialised.
-        trainable_embeddings: bool, whether the word vectors are trained (the papers keep them fixed).
+        input_encoder: the `keras_match.encoders.InputEncoder` that turns token ids into per-token states
+            (`keras_match.encoders.WordVectorEncoder`: the paper's word vectors). For one release the builder
+            also takes, by keyword and instead of it, the word-vector settings of earlier releases: `vocab_size`,
+            `embeddings`, `embedding_dim` (default 300) and `trainable_embeddings` (default False).
         compression: `"sm"`, `"nn"` or `"fm"`: the compression function F_c (eq. 10, 11, 12).
         projection_dim: int or None, width of the highway projection layer; None keeps `embedding_dim`.
         lstm_units: int, LSTM hidden size d (the paper uses 300 on TrecQA).
@@ -110,15 +108,15 @@ def build_mcan(
     features = feature_input(num_features)
     regularizer = keras.regularizers.L2(l2) if l2 else None
     question, answer = token_inputs("question", "answer")
-    embedding = frozen_embedding(vocab_size, embedding_dim, embeddings, trainable_embeddings)
-    width = projection_dim or embedding.output_dim
+    input_encoder.make_layers()  # where the embedding always was made: seeded runs draw the same weights
+    width = projection_dim or input_encoder.output_dim
 
     # eq. 1: one highway projection layer shared by both texts (applied to the dropped-out embeddings).
     projection = Highway(width, kernel_regularizer=regularizer, name="highway_projection")
     drop = keras.layers.Dropout(dropout if embedding_dropout is None else embedding_dropout,
                                 name="dropout_embedded")
-    q = projection(drop(embedding(question)))
-    a = projection(drop(embedding(answer)))
+    q = projection(drop(input_encoder(question)))
+    a = projection(drop(input_encoder(answer)))
 
     # eq. 2-12 and section 2.3.3: 12 casted attention features per word, appended to the word.
     casts = MultiCastAttention(
@@ -159,5 +157,4 @@ def build_mcan(
         return keras.layers.Dropout(dropout, name="dropout_output")(x)
 
     return matching_model({"question": question, "answer": answer}, x, features=features, prediction=prediction,
-                          head=head, num_classes=num_classes, regularizer=regularizer, embedding=embedding,
-                          embeddings=embeddings, name=name or f"mcan_{str(compression).lower()}")
+                          head=head, num_classes=num_classes, regularizer=regularizer, name=name or f"mcan_{str(compression).lower()}")
