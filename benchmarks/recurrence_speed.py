@@ -73,13 +73,12 @@ def make_batches(q_lengths, a_lengths, batch_size, vocab_size, seed):
     return batches
 
 
-def build_lstm_matcher(vocab_size, embedding_dim, units, **kwargs):
+def build_lstm_matcher(input_encoder, units, **kwargs):
     def encode(q, a, regularizer):
         lstm = keras.layers.LSTM(units, return_sequences=True, kernel_regularizer=regularizer, name="siamese_lstm")
         return lstm(q), lstm(a)
 
-    return build_recurrent_matcher(encode, input_encoder=WordVectorEncoder(vocab_size, embedding_dim), name="lstm",
-                                   **kwargs)
+    return build_recurrent_matcher(encode, input_encoder=input_encoder, name="lstm", **kwargs)
 
 
 def main(argv=None):
@@ -98,19 +97,17 @@ def main(argv=None):
     q_lengths, a_lengths, data_files = trecqa_lengths(args.data_dir, args.batch_size * (args.rounds + args.warmup),
                                                       args.seed)
     batches = make_batches(q_lengths, a_lengths, args.batch_size, args.vocab_size, args.seed)
-    common = dict(
-        projection_dim=None, num_dense_layers=1, dense_units=128, dropout=0.5, l2=4e-6, num_features=0,
-        trainable_embeddings=False, embeddings=None, head="softmax", num_classes=None,
-    )
+    common = dict(projection_dim=None, num_dense_layers=1, dense_units=128, dropout=0.5, l2=4e-6, head="softmax")
+
+    def words():  # frozen random vectors; one encoder per model
+        return WordVectorEncoder(args.vocab_size, args.embedding_dim)
+
     keras.utils.set_random_seed(args.seed)
     models = {
-        "qrnn": build_qrnn_matcher(args.vocab_size, args.embedding_dim, filters=args.units, kernel_size=2,
-                                   **common),
-        "ctrn_stretch": build_ctrn(args.vocab_size, args.embedding_dim, filters=args.units, kernel_size=2,
-                                   alignment="stretch", **common),
-        "ctrn_index": build_ctrn(args.vocab_size, args.embedding_dim, filters=args.units, kernel_size=2,
-                                 alignment="index", **common),
-        "lstm": build_lstm_matcher(args.vocab_size, args.embedding_dim, args.units, **common),
+        "qrnn": build_qrnn_matcher(words(), filters=args.units, kernel_size=2, **common),
+        "ctrn_stretch": build_ctrn(words(), filters=args.units, kernel_size=2, alignment="stretch", **common),
+        "ctrn_index": build_ctrn(words(), filters=args.units, kernel_size=2, alignment="index", **common),
+        "lstm": build_lstm_matcher(words(), args.units, **common),
     }
     for model in models.values():
         model.compile(optimizer=keras.optimizers.Adam(1e-3), loss="sparse_categorical_crossentropy")

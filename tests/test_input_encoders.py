@@ -152,3 +152,19 @@ def test_the_zoo_names_the_word_vector_settings_of_every_builder():
         arguments = zoo.builder_arguments(zoo.resolve(name))
         assert "input_encoder" not in arguments
         assert {"vocab_size", "embeddings", "trainable_embeddings"} <= set(arguments)
+
+
+def test_the_shared_head_takes_its_settings_by_name_or_as_one_object():
+    from keras_match.models.common import MatchingHead
+
+    by_name = build_mcan(vocab_size=VOCAB, embedding_dim=8, lstm_units=8, highway_units=8, head="classification",
+                         num_classes=3, num_features=2)
+    by_object = build_mcan(encoders.WordVectorEncoder(VOCAB, 8), lstm_units=8, highway_units=8,
+                           head=MatchingHead("classification", 3, 2))
+    for model in (by_name, by_object):
+        assert heads.head_of(model) == "classification" and model.output.shape == (None, 3)
+        assert sorted(model.input) == ["answer", "features", "question"]
+    with pytest.raises(ValueError, match="num_classes and num_features are the MatchingHead's"):
+        build_mcan(encoders.WordVectorEncoder(VOCAB, 8), head=MatchingHead("score"), num_features=2)
+    with pytest.raises(ValueError, match="num_features must be a non-negative integer"):
+        build_mcan(encoders.WordVectorEncoder(VOCAB, 8), num_features=-1)

@@ -20,7 +20,8 @@ import pytest
 import tensorflow as tf
 
 from keras_match import export, preprocessors, runs, tasks, text, train, zoo
-from keras_match.models.common import frozen_embedding, matching_model, token_inputs
+from keras_match.encoders import takes_input_encoder, word_vectors_with
+from keras_match.models.common import matching_model, token_inputs
 from keras_match.pipeline import Examples
 from keras_match.preprocessors.base import Preprocessor
 from keras_match.settings import POSITIVE_INT, PreprocessingSettings
@@ -201,17 +202,16 @@ class TriplePreprocessor(Preprocessor):
 # ---- the toy family ----------------------------------------------------------------------------------------
 
 
-def build_bag_of_words(vocab_size, embeddings=None, embedding_dim=16, units=8, head="score", num_classes=None,
-                       name=None):
-    """Each text's mean embedding, [context; query; response; query * response] -> a dense layer -> the head."""
+@takes_input_encoder(word_vectors_with(embedding_dim=16, trainable_embeddings=True))
+def build_bag_of_words(input_encoder, units=8, head="score", num_classes=None, name=None):
+    """Each text's mean state, [context; query; response; query * response] -> a dense layer -> the head."""
     context, query, response = token_inputs(*FIELDS)
-    embedding = frozen_embedding(vocab_size, embedding_dim, embeddings, trainable=embeddings is None)
     pool = keras.layers.GlobalAveragePooling1D()
-    c, q, r = (pool(embedding(ids)) for ids in (context, query, response))
+    c, q, r = (pool(input_encoder(ids)) for ids in (context, query, response))
     x = keras.layers.Concatenate()([c, q, r, keras.layers.Multiply()([q, r])])
     return matching_model({"context": context, "query": query, "response": response}, x,
                           prediction=keras.layers.Dense(units, activation="relu"), head=head,
-                          num_classes=num_classes, embedding=embedding, embeddings=embeddings, name=name)
+                          num_classes=num_classes, name=name)
 
 
 @pytest.fixture

@@ -4,6 +4,9 @@ The input encoder, which every builder starts with, is `keras_match.encoders`.""
 
 from __future__ import annotations
 
+import functools
+import inspect
+
 import keras
 
 
@@ -92,6 +95,70 @@ def matching_model(inputs, x, *, features=None, prediction=None, head="softmax",
     if prediction is not None:
         x = prediction(x)
     return keras.Model(inputs, output_head(x, head, num_classes, regularizer), name=name)
+
+
+class MatchingHead:
+    """The head every pair builder ends with, its settings checked once: the optional pair features input, the
+    family's prediction layers and the output layer of `keras_match.heads` (the score contract).
+
+    Args:
+        head: `"softmax"` (2-class softmax over (not relevant, relevant), float32 `[batch, 2]`), `"score"` (a raw
+            ranking score `[batch, 1]`) or `"classification"` (softmax over `num_classes` labels).
+        num_classes: int >= 2, the number of labels of a classification head (None otherwise).
+        num_features: int >= 0, the number of extra pair features (`keras_match.features`: word overlap, BM25);
+            with `num_features > 0` the model has a third input `"features"`, float32 `[batch, num_features]`,
+            concatenated undropped to the pair representation before the prediction layers (as CTRN
+            concatenates its word-overlap features "before the dense layers").
+
+    Raises:
+        ValueError: an unknown head, a classification head without `num_classes >= 2`, or `num_features` not a
+            non-negative integer.
+    """
+
+    def __init__(self, head="softmax", num_classes=None, num_features=0):
+        from keras_match import heads
+
+        self.units = heads.check_head(head, num_classes)
+        self.head, self.num_classes, self.num_features = head, num_classes, num_features
+        self.features = feature_input(num_features)
+
+    def model(self, inputs, x, *, prediction=None, regularizer=None, name=None):
+        """The `keras.Model` from `inputs` (plus `features`) to the output: `matching_model` with this head."""
+        return matching_model(inputs, x, features=self.features, prediction=prediction, head=self.head,
+                              num_classes=self.num_classes, regularizer=regularizer, name=name)
+
+
+def takes_matching_head(default="softmax"):
+    """Decorates a builder whose argument `head` is a `MatchingHead`, so that it is called with the head's settings
+    `head` (a name, default `default`), `num_classes` and `num_features`, as the zoo's settings give them; a
+    `MatchingHead` passed as `head` is used as it is."""
+
+    def decorate(builder):
+        signature = inspect.signature(builder)
+        parameters = []
+        for parameter in signature.parameters.values():
+            if parameter.name == "head":
+                parameters += [parameter.replace(default=default),
+                               inspect.Parameter("num_classes", inspect.Parameter.KEYWORD_ONLY, default=None),
+                               inspect.Parameter("num_features", inspect.Parameter.KEYWORD_ONLY, default=0)]
+            else:
+                parameters.append(parameter)
+        keyword_only = [p for p in parameters if p.kind == inspect.Parameter.KEYWORD_ONLY]
+        others = [p for p in parameters if p.kind != inspect.Parameter.KEYWORD_ONLY]
+
+        @functools.wraps(builder)
+        def build(*args, head=default, num_classes=None, num_features=0, **kwargs):
+            if not isinstance(head, MatchingHead):
+                head = MatchingHead(head, num_classes, num_features)
+            elif num_classes is not None or num_features:
+                raise ValueError(f"{builder.__name__}: num_classes and num_features are the MatchingHead's; give "
+                                 "them to it, not beside it")
+            return builder(*args, head=head, **kwargs)
+
+        build.__signature__ = signature.replace(parameters=others + keyword_only)
+        return build
+
+    return decorate
 
 
 # ---------------------------------------------------------------------------------------------- explanations

@@ -7,7 +7,8 @@ import keras
 from keras_match.encoders import takes_input_encoder
 from keras_match.encoders import word_vectors
 from keras_match.layers.checks import positive_int
-from keras_match.models.common import feature_input, matching_model, token_inputs
+from keras_match.models.common import takes_matching_head
+from keras_match.models.common import token_inputs
 from keras_match.models.compare_aggregate.compare_aggregate import CompareAggregate
 
 
@@ -17,6 +18,7 @@ def _check_rate(name, value):
 
 
 @takes_input_encoder(word_vectors)
+@takes_matching_head("score")
 def build_compare_aggregate(
     input_encoder,
     comparison="submult_nn",
@@ -26,9 +28,7 @@ def build_compare_aggregate(
     conv_padding="valid",
     dense_units=None,
     embedding_dropout=0.3,
-    head="score",
-    num_classes=None,
-    num_features=0,
+    head=None,
     name=None,
 ):
     """Build a Compare-Aggregate model (Wang & Jiang, 2017) for scoring question/answer pairs.
@@ -74,12 +74,9 @@ def build_compare_aggregate(
         dense_units: int or None, width of the hidden tanh layer of eq. 10 (`W^s in R^{l x nl}`; None: `units`).
         embedding_dropout: float in [0, 1), dropout rate on the embedded words (the paper tunes it and does not
             report the value; 0.3 is the authors' README example for SNLI).
-        head: the output head (`keras_match.heads`): `"score"` (eq. 10, a raw ranking score, default),
-            `"softmax"` (a 2-class softmax over (not relevant, relevant)) or `"classification"` (softmax over
-            `num_classes` labels, e.g. entailment).
-        num_classes: int >= 2, the number of labels of a classification head.
-        num_features: int >= 0, number of extra pair features. With `num_features > 0` the model has a third
-            input `"features"`, float32 `[batch, num_features]` (`keras_match.features`: word overlap, BM25).
+        head, num_classes, num_features: the shared head's settings (`keras_match.models.common.MatchingHead`:
+            the output head, the number of labels of a classification head, the number of pair features);
+            the head is `"score"` by default.
         name: optional model name; default `"compare_aggregate_<comparison>"`.
 
     Returns:
@@ -114,10 +111,6 @@ def build_compare_aggregate(
     positive_int("units", units)
     positive_int("dense_units", dense_units, allow_none=True)
     _check_rate("embedding_dropout", embedding_dropout)
-    from keras_match import heads
-
-    heads.check_head(head, num_classes)  # fail before any layer is made
-    features = feature_input(num_features)
     # eq. 1-9; raises ValueError for a bad comparison, windows, filters or conv_padding.
     compare_aggregate = CompareAggregate(
         units,
@@ -135,8 +128,7 @@ def build_compare_aggregate(
     r = compare_aggregate([drop(input_encoder(question)), drop(input_encoder(answer))])  # [batch, n * filters]
 
     # eq. 10: w^T tanh(W^s r + b^s) + b; the head's Dense layer holds w and b.
-    return matching_model(
-        {"question": question, "answer": answer}, r, features=features,
+    return head.model(
+        {"question": question, "answer": answer}, r,
         prediction=keras.layers.Dense(dense_units or units, activation="tanh", name="prediction_hidden"),
-        head=head, num_classes=num_classes,
         name=name or f"compare_aggregate_{str(comparison).lower()}")

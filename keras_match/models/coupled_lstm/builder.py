@@ -6,8 +6,7 @@ import keras
 
 from keras_match.encoders import takes_input_encoder
 from keras_match.encoders import word_vectors_with
-from keras_match.models.common import feature_input
-from keras_match.models.common import matching_model
+from keras_match.models.common import takes_matching_head
 from keras_match.models.common import token_inputs
 from keras_match.models.coupled_lstm.coupled_lstm import COUPLINGS
 from keras_match.models.coupled_lstm.coupled_lstm import CoupledLSTM2D
@@ -29,6 +28,7 @@ def _pooling(pooling):
 
 
 @takes_input_encoder(word_vectors_with(embedding_dim=50, trainable_embeddings=True))
+@takes_matching_head("score")
 def build_coupled_lstm(
     input_encoder,
     coupling="loose",
@@ -40,9 +40,7 @@ def build_coupled_lstm(
     dense_units=50,
     dropout=0.0,
     l2=5e-5,
-    num_features=0,
-    head="score",
-    num_classes=None,
+    head=None,
     name=None,
 ):
     """Build the Coupled-LSTMs matching model (LC-LSTMs or TC-LSTMs) of Liu et al. (2016).
@@ -83,10 +81,9 @@ def build_coupled_lstm(
         dropout: float in [0, 1), dropout on the pooled vector and on the fully connected layer's output (the
             paper names no dropout: 0).
         l2: float, the L2 weight of every kernel (5e-5 ranking, 1e-5 classification, Table 1).
-        head: `"score"` (ranking), `"softmax"` (2 classes) or `"classification"` (`num_classes` labels).
-        num_classes: int >= 2, the number of labels of a classification head.
-        num_features: int >= 0, number of extra pair features. With `num_features > 0` the model has a third
-            input `"features"`, float32 `[batch, num_features]` (`keras_match.features`: word overlap, BM25).
+        head, num_classes, num_features: the shared head's settings (`keras_match.models.common.MatchingHead`:
+            the output head, the number of labels of a classification head, the number of pair features);
+            the head is `"score"` by default.
         name: optional model name; default `"coupled_lstm"`.
 
     Returns:
@@ -117,7 +114,6 @@ def build_coupled_lstm(
     p, q = _pooling(pooling)
     if not isinstance(share_weights, bool):
         raise ValueError(f"share_weights must be true or false, got {share_weights!r}")
-    features = feature_input(num_features)
     regularizer = keras.regularizers.L2(l2) if l2 else None
 
     question, answer = token_inputs("question", "answer")
@@ -146,5 +142,5 @@ def build_coupled_lstm(
             x = keras.layers.Dropout(dropout, name="dropout_fully_connected")(x)
         return x
 
-    return matching_model({"question": question, "answer": answer}, x, features=features, prediction=prediction,
-                          head=head, num_classes=num_classes, regularizer=regularizer, name=name or "coupled_lstm")
+    return head.model({"question": question, "answer": answer}, x, prediction=prediction,
+                      regularizer=regularizer, name=name or "coupled_lstm")

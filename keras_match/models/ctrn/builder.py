@@ -9,7 +9,8 @@ from keras_match.encoders import word_vectors
 from keras_match.layers import TemporalMeanPooling
 from keras_match.models.ctrn.ctrn import CTRN
 from keras_match.models.ctrn.qrnn import QRNN
-from keras_match.models.common import feature_input, matching_model, token_inputs
+from keras_match.models.common import takes_matching_head
+from keras_match.models.common import token_inputs
 
 
 def _check_positive(**values):
@@ -18,8 +19,7 @@ def _check_positive(**values):
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
-_SHARED = ("input_encoder", "projection_dim", "num_dense_layers", "dense_units", "dropout", "l2", "num_features", "head",
-           "num_classes")
+_SHARED = ("input_encoder", "projection_dim", "num_dense_layers", "dense_units", "dropout", "l2", "head")
 """The arguments `build_ctrn` and `build_qrnn_matcher` pass on to `build_recurrent_matcher` unchanged."""
 
 
@@ -27,6 +27,7 @@ def _shared_arguments(arguments):
     return {key: arguments[key] for key in _SHARED}
 
 
+@takes_matching_head("softmax")
 def build_recurrent_matcher(
     encode,
     *,
@@ -36,9 +37,7 @@ def build_recurrent_matcher(
     dense_units=128,
     dropout=0.5,
     l2=4e-6,
-    num_features=0,
-    head="softmax",
-    num_classes=None,
+    head=None,
     name=None,
 ):
     """The CTRN paper's matching model around any sequence-pair encoder: `build_ctrn` and `build_qrnn_matcher` are
@@ -61,7 +60,6 @@ def build_recurrent_matcher(
         ValueError: as `build_ctrn`.
     """
     _check_positive(num_dense_layers=num_dense_layers, dense_units=dense_units)
-    features = feature_input(num_features)
     regularizer = keras.regularizers.L2(l2) if l2 else None
     question, answer = token_inputs("question", "answer")
     input_encoder.make_layers()  # where the embedding always was made: seeded runs draw the same weights
@@ -89,11 +87,12 @@ def build_recurrent_matcher(
                                    name=f"dense_{i}")(x)
         return keras.layers.Dropout(dropout, name="dropout_output")(x)
 
-    return matching_model({"question": question, "answer": answer}, x, features=features, prediction=prediction,
-                          head=head, num_classes=num_classes, regularizer=regularizer, name=name)
+    return head.model({"question": question, "answer": answer}, x, prediction=prediction,
+                      regularizer=regularizer, name=name)
 
 
 @takes_input_encoder(word_vectors)
+@takes_matching_head("softmax")
 def build_ctrn(
     input_encoder,
     filters=512,
@@ -104,9 +103,7 @@ def build_ctrn(
     dense_units=128,
     dropout=0.5,
     l2=4e-6,
-    num_features=0,
-    head="softmax",
-    num_classes=None,
+    head=None,
     name=None,
 ):
     """Build a Cross Temporal Recurrent Network (CTRN) for scoring question/answer pairs.
@@ -145,11 +142,9 @@ def build_ctrn(
         dense_units: int, width h of the hidden dense layers (128 in the paper's Table 2).
         dropout: float in [0, 1), dropout rate (0.5 in the paper).
         l2: float, L2 regularisation weight lambda of eq. 3 (4e-6 in the paper).
-        head: the output head (`keras_match.heads`): `"softmax"` (the paper's 2-class softmax), `"score"`
-            (a raw ranking score) or `"classification"` (softmax over `num_classes` labels).
-        num_classes: int >= 2, the number of labels of a classification head.
-        num_features: int >= 0, number of extra pair features. With `num_features > 0` the model has a third
-            input `"features"`, float32 `[batch, num_features]` (`keras_match.features`: word overlap, BM25).
+        head, num_classes, num_features: the shared head's settings (`keras_match.models.common.MatchingHead`:
+            the output head, the number of labels of a classification head, the number of pair features);
+            the head is `"softmax"` by default.
         name: optional model name; default `"ctrn"`.
 
     Returns:
@@ -190,6 +185,7 @@ def build_ctrn(
 
 
 @takes_input_encoder(word_vectors)
+@takes_matching_head("softmax")
 def build_qrnn_matcher(
     input_encoder,
     filters=512,
@@ -199,9 +195,7 @@ def build_qrnn_matcher(
     dense_units=128,
     dropout=0.5,
     l2=4e-6,
-    num_features=0,
-    head="softmax",
-    num_classes=None,
+    head=None,
     name=None,
 ):
     """Build the QRNN baseline of the CTRN paper: a siamese QRNN matcher for question/answer pairs.

@@ -9,8 +9,7 @@ from keras_match.encoders import takes_input_encoder
 from keras_match.encoders import word_vectors_with
 from keras_match.layers.checks import one_of
 from keras_match.layers.checks import positive_int
-from keras_match.models.common import feature_input
-from keras_match.models.common import matching_model
+from keras_match.models.common import takes_matching_head
 from keras_match.models.common import token_inputs
 from keras_match.models.iwan.alignment import COMPARES
 from keras_match.models.iwan.alignment import SIMILARITIES
@@ -35,6 +34,7 @@ def pair_vector(vs, vt):
 
 
 @takes_input_encoder(word_vectors_with(embedding_dim=50, trainable_embeddings=False))
+@takes_matching_head("softmax")
 def build_iwan(
     input_encoder,
     encoder="bilstm",
@@ -47,9 +47,7 @@ def build_iwan(
     compare="orthogonal",
     embedding_dropout=None,
     dropout=0.3,
-    head="softmax",
-    num_classes=None,
-    num_features=0,
+    head=None,
     name=None,
 ):
     """Build an Inter-Weighted Alignment Network (IWAN) with a BiLSTM or a cross-context CARNN encoder.
@@ -97,10 +95,9 @@ def build_iwan(
         compare: `"orthogonal"` (default) or `"concat_diff_prod"`: what `W_a` reads per word (both [I]).
         embedding_dropout: float in [0, 1) or None, dropout on the embedded words (None: `dropout`).
         dropout: float in [0, 1), dropout on the pair vector `z`.
-        head: the output head (`keras_match.heads`): `"softmax"` (default), `"score"` or `"classification"`.
-        num_classes: int >= 2, the number of labels of a classification head.
-        num_features: int >= 0, number of extra pair features. With `num_features > 0` the model has a third
-            input `"features"`, float32 `[batch, num_features]` (`keras_match.features`: word overlap, BM25).
+        head, num_classes, num_features: the shared head's settings (`keras_match.models.common.MatchingHead`:
+            the output head, the number of labels of a classification head, the number of pair features);
+            the head is `"softmax"` by default.
         name: optional model name; default `"iwan"` (BiLSTM) or `"iwan_<encoder>"`.
 
     Returns:
@@ -142,10 +139,6 @@ def build_iwan(
     _check_rate("dropout", dropout)
     embedding_dropout = dropout if embedding_dropout is None else embedding_dropout
     _check_rate("embedding_dropout", embedding_dropout)
-    from keras_match import heads
-
-    heads.check_head(head, num_classes)
-    features = feature_input(num_features)
     question, answer = token_inputs("question", "answer")
     input_encoder.make_layers()  # where the embedding always was made: seeded runs draw the same weights
     if encoder == "scarnn" and hidden_units not in (None, input_encoder.output_dim):
@@ -162,8 +155,7 @@ def build_iwan(
     vt = inter_weighting([ft, ht, hs])
     z = keras.layers.Dropout(dropout, name="dropout_pair")(pair_vector(vs, vt))
 
-    return matching_model(
-        {"question": question, "answer": answer}, z, features=features,
+    return head.model(
+        {"question": question, "answer": answer}, z,
         prediction=keras.layers.Dense(dense_units, activation="relu", name="prediction_hidden"),
-        head=head, num_classes=num_classes,
         name=name or ("iwan" if encoder == "bilstm" else f"iwan_{encoder}"))

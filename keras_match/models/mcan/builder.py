@@ -8,11 +8,13 @@ from keras_match.encoders import takes_input_encoder
 from keras_match.encoders import word_vectors
 from keras_match.layers import Highway, MeanMaxPooling
 from keras_match.models.mcan.multi_cast_attention import MultiCastAttention
-from keras_match.models.common import (feature_input, matching_features, matching_model,
-                                      token_inputs)
+from keras_match.models.common import matching_features
+from keras_match.models.common import takes_matching_head
+from keras_match.models.common import token_inputs
 
 
 @takes_input_encoder(word_vectors)
+@takes_matching_head("softmax")
 def build_mcan(
     input_encoder,
     compression="fm",
@@ -28,9 +30,7 @@ def build_mcan(
     pooled_casts="broadcast",
     scaled_affinity=False,
     shared_affinity=True,
-    head="softmax",
-    num_classes=None,
-    num_features=0,
+    head=None,
     name=None,
 ):
     """Build a Multi-Cast Attention Network (MCAN) for scoring question/answer pairs.
@@ -76,11 +76,9 @@ def build_mcan(
         shared_affinity: bool, one affinity function F (eq. 2) for the alignment, max and mean casts (True), or
             one per cast ("we do not share parameters across multiple attention casts", section 2.3); see
             `MultiCastAttention`.
-        head: the output head (`keras_match.heads`): `"softmax"` (eq. 16, the paper's), `"score"` (a raw
-            ranking score) or `"classification"` (softmax over `num_classes` labels, e.g. entailment).
-        num_classes: int >= 2, the number of labels of a classification head.
-        num_features: int >= 0, number of extra pair features. With `num_features > 0` the model has a third
-            input `"features"`, float32 `[batch, num_features]` (`keras_match.features`: word overlap, BM25).
+        head, num_classes, num_features: the shared head's settings (`keras_match.models.common.MatchingHead`:
+            the output head, the number of labels of a classification head, the number of pair features);
+            the head is `"softmax"` by default.
         name: optional model name; default `"mcan_<compression>"`.
 
     Returns:
@@ -105,7 +103,6 @@ def build_mcan(
         Tay, Luu, Hui. "Multi-Cast Attention Networks for Retrieval-based Question Answering and Response
         Prediction." KDD 2018. arXiv:1806.00778.
     """
-    features = feature_input(num_features)
     regularizer = keras.regularizers.L2(l2) if l2 else None
     question, answer = token_inputs("question", "answer")
     input_encoder.make_layers()  # where the embedding always was made: seeded runs draw the same weights
@@ -156,5 +153,5 @@ def build_mcan(
         x = Highway(highway_units, kernel_regularizer=regularizer, name="highway_2")(x)
         return keras.layers.Dropout(dropout, name="dropout_output")(x)
 
-    return matching_model({"question": question, "answer": answer}, x, features=features, prediction=prediction,
-                          head=head, num_classes=num_classes, regularizer=regularizer, name=name or f"mcan_{str(compression).lower()}")
+    return head.model({"question": question, "answer": answer}, x, prediction=prediction,
+                      regularizer=regularizer, name=name or f"mcan_{str(compression).lower()}")
