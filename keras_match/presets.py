@@ -219,7 +219,8 @@ def _float16_copy(source, target):
 
 def _card(config, metadata, notes) -> str:
     """The model card (README.md) of a preset."""
-    from keras_match import tasks, zoo
+    from keras_match import tasks
+    from keras_match import families as zoo
 
     entry, dataset = config.get("zoo"), config.get("dataset")
     benchmark = metadata.get("benchmark") or dataset  # "trecqa-clean" where the run's loader name is "trecqa"
@@ -691,7 +692,7 @@ def _check_digests(root: pathlib.Path, skip=()):
 
 
 def _settings(config):
-    from keras_match import zoo
+    from keras_match import families as zoo
     from keras_match.settings import Settings, TrainingSettings
 
     family = zoo.families().get(config.get("family")) or zoo.family_of(config["zoo"])
@@ -885,7 +886,8 @@ def load_preset(path_or_name, *, vectors=None, precision="float32"):
     if metadata.get("zoo") != config.get("zoo"):
         raise PresetError(f"{root / METADATA_FILE} describes zoo entry {metadata.get('zoo')!r} but "
                           f"{root / CONFIG_FILE} holds {config.get('zoo')!r}; {_RESTORE}")
-    from keras_match import preprocessors, text, zoo
+    from keras_match import preprocessors, text
+    from keras_match import families as zoo
 
     try:
         preprocessor = preprocessors.Preprocessor.load(root)

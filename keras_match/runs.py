@@ -482,7 +482,7 @@ def preprocessor_class_of(run_dir):
         FileNotFoundError: the folder is not a keras-match run.
         DamagedRunError: `preprocessor.json` or `config.json` is not valid JSON.
     """
-    from keras_match import zoo
+    from keras_match import families as zoo
 
     files = RunFiles(pathlib.Path(run_dir))
     if files.preprocessor.exists():
@@ -517,7 +517,7 @@ def load_run(run_dir, precision="float32") -> Run:
         if not path.exists():
             raise FileNotFoundError(f"{path} not found: {run_dir} is not a finished keras-match run")
     check_digests(files.root)
-    from keras_match import zoo
+    from keras_match import families as zoo
 
     zoo.families()  # every family's layers are registered for deserialisation
     config = read_config(files.config)

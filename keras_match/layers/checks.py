@@ -1,6 +1,6 @@
 """Argument and shape checks shared by the layers (and the builders that take the same arguments).
 
-Each raises `ValueError` with one wording for one rule, whichever layer applies it: `positive_int` and `one_of`
+Each raises `ValueError` with one wording for one rule, whichever layer applies it: `positive_int`, `rate` and `one_of`
 for constructor arguments, `last_dim` and `sequence_shape` for the input shapes seen by `build`. The checks of
 a pair of inputs `[q, d]` are `keras_match.layers.masked_ops.check_pair_shape`.
 """
@@ -13,6 +13,12 @@ def positive_int(name, value, allow_none=False):
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         expected = "a positive integer or None" if allow_none else "a positive integer"
         raise ValueError(f"`{name}` must be {expected}. Received: {name}={value!r}")
+
+
+def rate(name, value):
+    """Raises ValueError naming `name` unless `value` is a number in [0, 1) (a dropout rate)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
+        raise ValueError(f"`{name}` must be a number in [0, 1). Received: {name}={value!r}")
 
 
 def one_of(name, value, choices):

@@ -16,7 +16,7 @@ Its models read `keras_match.preprocessors.DialogPreprocessor` (`"dialog"`). Zoo
 `tuning/carnn_dialog.json`.
 """
 
-from keras_match import zoo
+from keras_match import families
 from keras_match.models.carnn_dialog.builder import build_carnn_dialog
 from keras_match.models.carnn_dialog.builder import score_candidates
 from keras_match.models.carnn_dialog.builder import serving_forward
@@ -35,7 +35,7 @@ def _one_of(choices):
     return Rule(lambda v: v in choices, "one of " + ", ".join(choices))
 
 
-FAMILY = zoo.register(zoo.Family(
+FAMILY = families.register(families.Family(
     name="carnn_dialog",
     builders={"carnn_dialog": build_carnn_dialog},
     preprocessor="dialog",

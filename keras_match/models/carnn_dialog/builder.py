@@ -9,6 +9,7 @@ from keras_match.encoders import EMBEDDING_LAYER
 from keras_match.encoders import WordVectorEncoder
 from keras_match.encoders import takes_input_encoder
 from keras_match.layers.carnn import CARNN
+from keras_match.layers.checks import positive_int
 from keras_match.layers.carnn import VARIANTS
 from keras_match.layers.position_encoder import PositionEncoder
 from keras_match.layers.position_encoder import VARIANTS as POSITION_VARIANTS
@@ -125,8 +126,7 @@ def build_carnn_dialog(
         raise ValueError(f"position_encoding must be one of {POSITION_VARIANTS}, got {position_encoding!r}")
     if empty_history not in EMPTY_HISTORY:
         raise ValueError(f"empty_history must be one of {EMPTY_HISTORY}, got {empty_history!r}")
-    if isinstance(units, bool) or not isinstance(units, int) or units < 1:
-        raise ValueError(f"units must be a positive integer, got {units!r}")
+    positive_int("units", units)
     if input_encoder.output_dim != units:
         raise ValueError(f"the input encoder's states are {input_encoder.output_dim} wide but units is {units}: eq. 8 "
                          "adds h_m to e_m and eq. 10 dots h_his with e_y, so they must be of one width")

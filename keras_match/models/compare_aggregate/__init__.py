@@ -19,7 +19,7 @@ Notation: the paper stores words as columns (`Q in R^{d x Q}`); here tensors are
 `tuning/compare_aggregate.json`.
 """
 
-from keras_match import zoo
+from keras_match import families
 from keras_match.models.compare_aggregate.builder import build_compare_aggregate
 from keras_match.models.compare_aggregate.cnn_aggregation import CNNAggregation
 from keras_match.models.compare_aggregate.compare_aggregate import CompareAggregate
@@ -43,7 +43,7 @@ __all__ = ["build_compare_aggregate", "CNNAggregation", "CompareAggregate", "Com
            "Comparison", "EucCosComparison", "MultComparison", "NNComparison", "NTNComparison", "SubComparison",
            "SubMultNNComparison", "comparison_class", "get_comparison", "GatedPreprocessing", "FAMILY"]
 
-FAMILY = zoo.register(zoo.Family(
+FAMILY = families.register(families.Family(
     name="compare_aggregate",
     builders={"compare_aggregate": build_compare_aggregate},
     rules={"units": POSITIVE_INT, "filters": OPTIONAL_POSITIVE_INT, "dense_units": OPTIONAL_POSITIVE_INT},

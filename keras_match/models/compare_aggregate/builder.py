@@ -7,14 +7,10 @@ import keras
 from keras_match.encoders import takes_input_encoder
 from keras_match.encoders import word_vectors
 from keras_match.layers.checks import positive_int
+from keras_match.layers.checks import rate
 from keras_match.models.common import takes_matching_head
 from keras_match.models.common import token_inputs
 from keras_match.models.compare_aggregate.compare_aggregate import CompareAggregate
-
-
-def _check_rate(name, value):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
-        raise ValueError(f"{name} must be a number in [0, 1), got {value!r}")
 
 
 @takes_input_encoder(word_vectors)
@@ -74,9 +70,8 @@ def build_compare_aggregate(
         dense_units: int or None, width of the hidden tanh layer of eq. 10 (`W^s in R^{l x nl}`; None: `units`).
         embedding_dropout: float in [0, 1), dropout rate on the embedded words (the paper tunes it and does not
             report the value; 0.3 is the authors' README example for SNLI).
-        head, num_classes, num_features: the shared head's settings (`keras_match.models.common.MatchingHead`:
-            the output head, the number of labels of a classification head, the number of pair features);
-            the head is `"score"` by default.
+        head: the shared head (`keras_match.models.common.MatchingHead`), `"score"` by default, given by its
+            settings `head`, `num_classes` (a classification head's labels) and `num_features` (pair features).
         name: optional model name; default `"compare_aggregate_<comparison>"`.
 
     Returns:
@@ -110,7 +105,7 @@ def build_compare_aggregate(
     """
     positive_int("units", units)
     positive_int("dense_units", dense_units, allow_none=True)
-    _check_rate("embedding_dropout", embedding_dropout)
+    rate("embedding_dropout", embedding_dropout)
     # eq. 1-9; raises ValueError for a bad comparison, windows, filters or conv_padding.
     compare_aggregate = CompareAggregate(
         units,

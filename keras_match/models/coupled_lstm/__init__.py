@@ -13,7 +13,7 @@ Zoo entries `lc_lstm*` and `tc_lstm*` (`zoo/coupled_lstm/`), search space `tunin
 grid, section 6.1).
 """
 
-from keras_match import zoo
+from keras_match import families
 from keras_match.models.coupled_lstm.builder import build_coupled_lstm
 from keras_match.models.coupled_lstm.coupled_lstm import CoupledLSTM2D
 from keras_match.models.coupled_lstm.dynamic_pooling import DynamicPooling2D
@@ -26,7 +26,7 @@ from keras_match.settings import Rule
 __all__ = ["CoupledLSTM2D", "DynamicPooling2D", "build_coupled_lstm", "grid_activations", "interpretable_neurons",
            "FAMILY"]
 
-FAMILY = zoo.register(zoo.Family(
+FAMILY = families.register(families.Family(
     name="coupled_lstm",
     builders={"coupled_lstm": build_coupled_lstm},
     rules={

@@ -6,6 +6,7 @@ import keras
 
 from keras_match.encoders import takes_input_encoder
 from keras_match.encoders import word_vectors_with
+from keras_match.layers.checks import positive_int
 from keras_match.models.common import takes_matching_head
 from keras_match.models.common import token_inputs
 from keras_match.models.coupled_lstm.coupled_lstm import COUPLINGS
@@ -13,11 +14,6 @@ from keras_match.models.coupled_lstm.coupled_lstm import CoupledLSTM2D
 from keras_match.models.coupled_lstm.coupled_lstm import DIRECTIONS
 from keras_match.models.coupled_lstm.coupled_lstm import paper_uniform
 from keras_match.models.coupled_lstm.dynamic_pooling import DynamicPooling2D
-
-
-def _positive_int(name, value):
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
 def _pooling(pooling):
@@ -81,9 +77,8 @@ def build_coupled_lstm(
         dropout: float in [0, 1), dropout on the pooled vector and on the fully connected layer's output (the
             paper names no dropout: 0).
         l2: float, the L2 weight of every kernel (5e-5 ranking, 1e-5 classification, Table 1).
-        head, num_classes, num_features: the shared head's settings (`keras_match.models.common.MatchingHead`:
-            the output head, the number of labels of a classification head, the number of pair features);
-            the head is `"score"` by default.
+        head: the shared head (`keras_match.models.common.MatchingHead`), `"score"` by default, given by its
+            settings `head`, `num_classes` (a classification head's labels) and `num_features` (pair features).
         name: optional model name; default `"coupled_lstm"`.
 
     Returns:
@@ -104,9 +99,9 @@ def build_coupled_lstm(
         Liu, Qiu, Zhou, Chen, Huang. "Modelling Interaction of Sentence Pair with Coupled-LSTMs." EMNLP 2016.
         arXiv:1605.05573.
     """
-    _positive_int("blocks", blocks)
-    _positive_int("units", units)
-    _positive_int("dense_units", dense_units)
+    positive_int("blocks", blocks)
+    positive_int("units", units)
+    positive_int("dense_units", dense_units)
     if coupling not in COUPLINGS:
         raise ValueError(f"coupling must be one of {COUPLINGS}, got {coupling!r}")
     if isinstance(directions, bool) or directions not in DIRECTIONS:

@@ -10,7 +10,7 @@
 Zoo entries `ctrn*` and `qrnn*` (`zoo/ctrn/`), search space `tuning/ctrn.json` (the paper's grid).
 """
 
-from keras_match import zoo
+from keras_match import families
 from keras_match.models.ctrn.builder import build_ctrn
 from keras_match.models.ctrn.builder import build_qrnn_matcher
 from keras_match.models.ctrn.builder import build_recurrent_matcher
@@ -20,7 +20,7 @@ from keras_match.settings import POSITIVE_INT
 
 __all__ = ["build_ctrn", "build_qrnn_matcher", "build_recurrent_matcher", "CTRN", "QRNN", "FAMILY"]
 
-FAMILY = zoo.register(zoo.Family(
+FAMILY = families.register(families.Family(
     name="ctrn",
     builders={"ctrn": build_ctrn, "qrnn": build_qrnn_matcher},
     rules={"filters": POSITIVE_INT, "dense_units": POSITIVE_INT, "kernel_size": POSITIVE_INT,

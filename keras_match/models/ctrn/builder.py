@@ -7,16 +7,11 @@ import keras
 from keras_match.encoders import takes_input_encoder
 from keras_match.encoders import word_vectors
 from keras_match.layers import TemporalMeanPooling
+from keras_match.layers.checks import positive_int
 from keras_match.models.ctrn.ctrn import CTRN
 from keras_match.models.ctrn.qrnn import QRNN
 from keras_match.models.common import takes_matching_head
 from keras_match.models.common import token_inputs
-
-
-def _check_positive(**values):
-    for name, value in values.items():
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
 _SHARED = ("input_encoder", "projection_dim", "num_dense_layers", "dense_units", "dropout", "l2", "head")
@@ -59,7 +54,8 @@ def build_recurrent_matcher(
     Raises:
         ValueError: as `build_ctrn`.
     """
-    _check_positive(num_dense_layers=num_dense_layers, dense_units=dense_units)
+    positive_int("num_dense_layers", num_dense_layers)
+    positive_int("dense_units", dense_units)
     regularizer = keras.regularizers.L2(l2) if l2 else None
     question, answer = token_inputs("question", "answer")
     input_encoder.make_layers()  # where the embedding always was made: seeded runs draw the same weights
@@ -142,9 +138,8 @@ def build_ctrn(
         dense_units: int, width h of the hidden dense layers (128 in the paper's Table 2).
         dropout: float in [0, 1), dropout rate (0.5 in the paper).
         l2: float, L2 regularisation weight lambda of eq. 3 (4e-6 in the paper).
-        head, num_classes, num_features: the shared head's settings (`keras_match.models.common.MatchingHead`:
-            the output head, the number of labels of a classification head, the number of pair features);
-            the head is `"softmax"` by default.
+        head: the shared head (`keras_match.models.common.MatchingHead`), `"softmax"` by default, given by its
+            settings `head`, `num_classes` (a classification head's labels) and `num_features` (pair features).
         name: optional model name; default `"ctrn"`.
 
     Returns:

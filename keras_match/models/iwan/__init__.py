@@ -19,7 +19,7 @@ Zoo entries `iwan`, `iwan_ncarnn`, `iwan_icarnn`, `iwan_scarnn` (`zoo/iwan/`, Tr
 `tuning/iwan.json`.
 """
 
-from keras_match import zoo
+from keras_match import families
 from keras_match.models.iwan.alignment import COMPARES
 from keras_match.models.iwan.alignment import SIMILARITIES
 from keras_match.models.iwan.alignment import DecompositionAlignment
@@ -40,7 +40,7 @@ def _one_of(choices):
     return Rule(lambda v: v in choices, "one of " + ", ".join(choices))
 
 
-FAMILY = zoo.register(zoo.Family(
+FAMILY = families.register(families.Family(
     name="iwan",
     builders={"iwan": build_iwan},
     rules={

@@ -9,6 +9,7 @@ from keras_match.encoders import takes_input_encoder
 from keras_match.encoders import word_vectors_with
 from keras_match.layers.checks import one_of
 from keras_match.layers.checks import positive_int
+from keras_match.layers.checks import rate
 from keras_match.models.common import takes_matching_head
 from keras_match.models.common import token_inputs
 from keras_match.models.iwan.alignment import COMPARES
@@ -18,11 +19,6 @@ from keras_match.models.iwan.context_encoder import ENCODERS
 from keras_match.models.iwan.context_encoder import ContextEncoder
 from keras_match.models.iwan.inter_weighting import WEIGHTINGS
 from keras_match.models.iwan.inter_weighting import InterWeighting
-
-
-def _check_rate(name, value):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
-        raise ValueError(f"{name} must be a number in [0, 1), got {value!r}")
 
 
 def pair_vector(vs, vt):
@@ -95,9 +91,8 @@ def build_iwan(
         compare: `"orthogonal"` (default) or `"concat_diff_prod"`: what `W_a` reads per word (both [I]).
         embedding_dropout: float in [0, 1) or None, dropout on the embedded words (None: `dropout`).
         dropout: float in [0, 1), dropout on the pair vector `z`.
-        head, num_classes, num_features: the shared head's settings (`keras_match.models.common.MatchingHead`:
-            the output head, the number of labels of a classification head, the number of pair features);
-            the head is `"softmax"` by default.
+        head: the shared head (`keras_match.models.common.MatchingHead`), `"softmax"` by default, given by its
+            settings `head`, `num_classes` (a classification head's labels) and `num_features` (pair features).
         name: optional model name; default `"iwan"` (BiLSTM) or `"iwan_<encoder>"`.
 
     Returns:
@@ -136,9 +131,9 @@ def build_iwan(
     for key, value in (("alignment_units", alignment_units), ("attention_units", attention_units),
                        ("dense_units", dense_units)):
         positive_int(key, value)
-    _check_rate("dropout", dropout)
+    rate("dropout", dropout)
     embedding_dropout = dropout if embedding_dropout is None else embedding_dropout
-    _check_rate("embedding_dropout", embedding_dropout)
+    rate("embedding_dropout", embedding_dropout)
     question, answer = token_inputs("question", "answer")
     input_encoder.make_layers()  # where the embedding always was made: seeded runs draw the same weights
     if encoder == "scarnn" and hidden_units not in (None, input_encoder.output_dim):

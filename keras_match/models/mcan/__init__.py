@@ -10,7 +10,7 @@
 Zoo entries `mcan_sm`, `mcan_nn`, `mcan_fm` (`zoo/mcan/`), search space `tuning/mcan.json`.
 """
 
-from keras_match import zoo
+from keras_match import families
 from keras_match.models.mcan.builder import build_mcan
 from keras_match.models.mcan.compression import DenseCompression
 from keras_match.models.mcan.compression import FactorizationMachine
@@ -25,7 +25,7 @@ from keras_match.settings import POSITIVE_INT
 __all__ = ["build_mcan", "DenseCompression", "FactorizationMachine", "SumCompression", "compression_class",
            "get_compression", "MultiCastAttention", "FAMILY"]
 
-FAMILY = zoo.register(zoo.Family(
+FAMILY = families.register(families.Family(
     name="mcan",
     builders={"mcan": build_mcan},
     rules={"lstm_units": POSITIVE_INT, "highway_units": POSITIVE_INT, "fm_factors": POSITIVE_INT,

@@ -76,9 +76,8 @@ def build_mcan(
         shared_affinity: bool, one affinity function F (eq. 2) for the alignment, max and mean casts (True), or
             one per cast ("we do not share parameters across multiple attention casts", section 2.3); see
             `MultiCastAttention`.
-        head, num_classes, num_features: the shared head's settings (`keras_match.models.common.MatchingHead`:
-            the output head, the number of labels of a classification head, the number of pair features);
-            the head is `"softmax"` by default.
+        head: the shared head (`keras_match.models.common.MatchingHead`), `"softmax"` by default, given by its
+            settings `head`, `num_classes` (a classification head's labels) and `num_features` (pair features).
         name: optional model name; default `"mcan_<compression>"`.
 
     Returns:
