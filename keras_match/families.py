@@ -65,9 +65,11 @@ class Family:
 
     Args:
         name: the family's name, also its folder under `zoo/` and its search space `tuning/<name>.json`.
-        builders: `{builder name: function}`; a builder takes the preprocessor's model arguments
-            (`vocab_size`, and `num_features` for pair features), `embeddings` and its model settings, and
-            returns an uncompiled `keras.Model` ending in a head of `keras_match.heads`.
+        builders: `{builder name: function}`; a builder takes an input encoder (`keras_match.encoders`; or,
+            through `encoders.takes_input_encoder`, the word-vector settings `vocab_size`, `embeddings`,
+            `embedding_dim`, `trainable_embeddings`), the preprocessor's other model arguments (`num_features`
+            for pair features) and its model settings, and returns an uncompiled `keras.Model` ending in a head
+            of `keras_match.heads` (`models.common.MatchingHead`).
         preprocessor: the name of the preprocessor its models read (`keras_match.preprocessors`), `"pair"` by
             default.
         rules: `{model setting: keras_match.settings.Rule}` for its model settings (added to
