@@ -11,7 +11,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import importlib.resources
-import inspect
 import json
 import os
 import pathlib
@@ -343,15 +342,14 @@ def build(settings: Settings, embeddings=None, *, input_encoder=None, **model_ar
     kwargs.update({key: value for key, value in arguments.items() if key in taken or value})
     builder = family.builder(settings.builder)
     if input_encoder is not None:  # the word-vector settings make no encoder then
-        make = getattr(builder, "make_encoder", None)
-        taken = set(inspect.signature(builder).parameters)
-        word_vector_settings = set(inspect.signature(make).parameters) - taken if make else set()
-        kwargs = {key: value for key, value in kwargs.items()
-                  if key not in word_vector_settings and key != "vocab_size"}
-        with precision_lib.scope(settings.training.precision):
-            return builder(input_encoder, **kwargs)
+        from keras_match import encoders
+
+        unused = encoders.encoder_settings(builder)
+        kwargs = {key: value for key, value in kwargs.items() if key not in unused}
+    else:
+        kwargs["embeddings"] = embeddings
     with precision_lib.scope(settings.training.precision):  # the layers compute in the run's precision
-        return builder(embeddings=embeddings, **kwargs)
+        return builder(input_encoder, **kwargs)
 
 
 def optimizer(settings: Settings):

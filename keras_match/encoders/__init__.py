@@ -3,11 +3,12 @@ word-vector encoder of the papers (`WordVectorEncoder`)."""
 
 from keras_match.encoders.base import InputEncoder
 from keras_match.encoders.base import builder_settings
+from keras_match.encoders.base import encoder_settings
 from keras_match.encoders.base import takes_input_encoder
 from keras_match.encoders.word_vectors import EMBEDDING_LAYER
 from keras_match.encoders.word_vectors import WordVectorEncoder
 from keras_match.encoders.word_vectors import word_vectors
 from keras_match.encoders.word_vectors import word_vectors_with
 
-__all__ = ["InputEncoder", "WordVectorEncoder", "takes_input_encoder", "builder_settings", "word_vectors",
+__all__ = ["InputEncoder", "WordVectorEncoder", "takes_input_encoder", "builder_settings", "encoder_settings", "word_vectors",
            "word_vectors_with", "EMBEDDING_LAYER"]

@@ -16,7 +16,7 @@ import inspect
 import keras
 import numpy as np
 
-__all__ = ["InputEncoder", "takes_input_encoder", "builder_settings"]
+__all__ = ["InputEncoder", "takes_input_encoder", "builder_settings", "encoder_settings"]
 
 
 class InputEncoder:
@@ -120,6 +120,13 @@ def takes_input_encoder(make_encoder):
         return build
 
     return decorate
+
+
+def encoder_settings(builder) -> set:
+    """The settings a (decorated) builder reads only to make its encoder (`vocab_size`, `embeddings` and its
+    `make_encoder`'s own, but those the body takes too): what an encoder given to it replaces."""
+    make = getattr(builder, "make_encoder", None)
+    return set(_parameters(make)) - set(_parameters(builder)) if make is not None else set()
 
 
 def builder_settings(builder) -> list:
