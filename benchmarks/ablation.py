@@ -15,7 +15,7 @@ A `transfer` list of datasets (the plan's or a row's) also scores every run on t
 beside it (reproduce.py --transfer).
 Each (row, seed) trains once with `reproduce.py --set KEY=VALUE ... --label LABEL` and writes
 `OUT/<row number>-<seed>.json` when it finishes; a result already written is not run again (unless it has no
-provenance, `keras_match.provenance`: a file from before results recorded it is run again and replaced), and an
+provenance, `keras_match.artifacts.provenance`: a file from before results recorded it is run again and replaced), and an
 interrupted run resumes from its last finished epoch (reproduce.py's run folders under `OUT/runs`). Rows run seed
 by seed (every row's first seed, then every row's second seed, ...), so that a session that ends early leaves a
 complete first-seed table. `--seeds` and `--rows` run a part of the plan. `--jobs 2` runs two (row, seed)

@@ -27,7 +27,7 @@ Two measurements (issue 33, "Speed"):
 
 Times are medians over `--rounds` calls after `--warmup` (wall clock, and the CPU time of this process, which
 exceeds the wall time when TensorFlow's thread pools run in parallel). `--quick` shrinks everything (a test's
-size). The JSON's `provenance` (`keras_match.provenance`) records the command, code, versions, machine (with
+size). The JSON's `provenance` (`keras_match.artifacts.provenance`) records the command, code, versions, machine (with
 load average at the start and end), the CPUs this process may run on (`cpu_affinity`, e.g. under `taskset`) and
 the times. Serving latency (1 question x 30 candidates) and SavedModel / ONNX parity of the IWAN entries are
 measured by `export_latency.py --model iwan_icarnn` (and the others).
@@ -51,7 +51,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from keras_match import provenance  # noqa: E402
+from keras_match.artifacts import provenance  # noqa: E402
 
 ENTRIES = {"ncarnn": "iwan_ncarnn", "icarnn": "iwan_icarnn", "scarnn": "iwan_scarnn", "bilstm": "iwan"}
 """The encoders timed inside IWAN and their zoo entries; nCARNN is the ratios' reference."""

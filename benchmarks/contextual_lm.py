@@ -27,7 +27,7 @@ scoring is timed apart); the first epoch a process trains also traces the traini
 With `--checkpoint-dir DIR` the run saves itself after every epoch and, started again with the same settings,
 resumes after the last finished epoch (`--epochs` may be raised to train on). Progress goes to stderr; the JSON (also written to `--out`) holds the settings, parameter counts, per-epoch
 losses / dev perplexities / times, the chosen epoch, dev and test perplexity, data counts and `provenance`
-(`keras_match.provenance`).
+(`keras_match.artifacts.provenance`).
 """
 
 from __future__ import annotations
@@ -131,9 +131,9 @@ def main(argv=None):
     if args.threads:
         tf.config.threading.set_intra_op_parallelism_threads(args.threads)
         tf.config.threading.set_inter_op_parallelism_threads(args.threads)
-    from keras_match import provenance
+    from keras_match.artifacts import provenance
     from keras_match.models.contextual_lm import ContextualLanguageModel, data, evaluate_perplexity
-    from keras_match.training import data_files
+    from keras_match.training.trainer import data_files
 
     keras.utils.set_random_seed(args.seed)
     log(f"preparing dialog bAbI task 6 (min count {args.min_count}, max length {args.max_length})")

@@ -16,7 +16,7 @@ they give the same grid:
   time against the number of steps and against the number of cells `n * m`.
 
 Times are medians over `--rounds` calls after `--warmup` (wall clock, and the CPU time of this process). The JSON's
-`provenance` (`keras_match.provenance`) records the command, code, versions, machine (load average at the start
+`provenance` (`keras_match.artifacts.provenance`) records the command, code, versions, machine (load average at the start
 and end) and times. Serving latency of one question against 30 candidates (SavedModel and ONNX Runtime) is
 measured by `export_latency.py --model lc_lstm` (and `tc_lstm`).
 
@@ -37,7 +37,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from keras_match import provenance  # noqa: E402
+from keras_match.artifacts import provenance  # noqa: E402
 from keras_match.models.coupled_lstm import CoupledLSTM2D  # noqa: E402
 
 

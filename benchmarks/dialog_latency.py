@@ -3,17 +3,17 @@
 Trains nothing. With `--run-dir` the run's model is exported: a finished `keras-match train carnn_dialog_*
 --dataset dialog-babi-task6` run. Without it, the zoo entry `--model` (default carnn_dialog_i) is built with its
 preset's settings (`--set KEY=JSON` overrides them, e.g. `--set units=16`) on dialog-babi-task6's vocabulary (the
-training words, as `keras-match train` builds it: `keras_match.recipe.Recipe`) and candidate set, with random
+training words, as `keras-match train` builds it: `keras_match.training.recipe.Recipe`) and candidate set, with random
 weights: the latency does not depend on the weights. Then, on real task 6 test turns (each turn's history texts
 and its last user utterance, turns spread evenly over the test split), `--turns` timed calls of one turn each:
 
-- `serving_default` of the loaded SavedModel (`keras_match.export.saved_model`): raw texts `history` [1, H] and
+- `serving_default` of the loaded SavedModel (`keras_match.serving.export.saved_model`): raw texts `history` [1, H] and
   `context` [1] in, tokenized in the graph, the scores of the task's whole candidate set (2,407) out;
 - its `respond` signature: the same turn, and the candidate set's 2,407 texts passed at call time (tokenized in
   the graph on every call);
 - its `serve_ids` signature on the same turns as token ids made beforehand (the model's time without the in-graph
   tokenization; ids as for ONNX below);
-- onnxruntime on the ONNX conversion of `serve_ids` (`keras_match.export.to_onnx`): token ids made beforehand
+- onnxruntime on the ONNX conversion of `serve_ids` (`keras_match.serving.export.to_onnx`): token ids made beforehand
   (trimmed to the turn's longest text as the graph does; tokenization not timed). If the conversion fails, its
   error is recorded in the JSON instead.
 
@@ -26,7 +26,7 @@ pools).
     KERAS_MATCH_DATA=../shared/data python benchmarks/dialog_latency.py --model carnn_dialog_i --out latency.json
     KERAS_MATCH_DATA=../shared/data python benchmarks/dialog_latency.py --run-dir runs/carnn_dialog_i
 
-Numbers are from whatever CPU runs it. The JSON's `provenance` (`keras_match.provenance`) records the command,
+Numbers are from whatever CPU runs it. The JSON's `provenance` (`keras_match.artifacts.provenance`) records the command,
 the code, the versions (and onnxruntime's), the machine (with its load average at the end), the start and end
 times, the run, the task 6 data files with their sha256, and the load average at the start; `note` says when the
 machine was busy (a load average at the start of at least half the cores), or gives `--note`.
@@ -91,8 +91,8 @@ def build_run(args, dataset):
     A trained run folder (its task must select among task 6's candidates), or the zoo entry `args.model` with its
     preset's settings (and `--set` overrides) on task 6's vocabulary and candidate set, with random weights.
     """
-    from keras_match import runs
-    from keras_match.recipe import Recipe
+    from keras_match.artifacts import runs
+    from keras_match.training.recipe import Recipe
 
     if args.run_dir:
         try:
@@ -187,7 +187,10 @@ def main(argv=None):
         tf.config.threading.set_inter_op_parallelism_threads(args.threads)
     import tensorflow_text  # noqa: F401  (the SavedModel's tokenizer ops)
 
-    from keras_match import export, pipeline, provenance, training
+    from keras_match import training
+    from keras_match.artifacts import provenance
+    from keras_match.inputs import pipeline
+    from keras_match.serving import export
     from keras_match.datasets.catalog import load_by_name
     from keras_match.tasks import task_for
 

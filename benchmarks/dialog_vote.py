@@ -77,7 +77,8 @@ def vote_seed(plan: dict, out: pathlib.Path, runs_dir: pathlib.Path, seed, split
     Raises:
         VoteError: a row is missing, or a run folder does not score its split as its result file says.
     """
-    from keras_match import provenance, training
+    from keras_match import training
+    from keras_match.artifacts import provenance
     from keras_match.datasets.catalog import load_by_name
     from keras_match.models.carnn_dialog import vote
 

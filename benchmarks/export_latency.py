@@ -6,7 +6,7 @@ mcan_fm) gets random weights and either the paper's sizes (mcan_fm: 300d embeddi
 glove-6b-50d [--max-vocabulary N]`, its zoo preset with those frozen vectors and the vocabulary `keras-match
 train` builds (the TRAIN-ALL words, then the vector file's words). Then:
 
-- export: wall time of `keras_match.export.saved_model` (SavedModel + warmup file) and of `to_onnx`
+- export: wall time of `keras_match.serving.export.saved_model` (SavedModel + warmup file) and of `to_onnx`
   (conversion + onnxruntime check), and their sizes on disk;
 - latency of ranking one question against 30 candidate answers (real TrecQA test questions; candidates cycled
   to 30), p50 / p99 over `--queries` calls: through the loaded SavedModel's `rank` and `serving_default`
@@ -20,7 +20,7 @@ train` builds (the TRAIN-ALL words, then the vector file's words). Then:
     KERAS_MATCH_DATA=../shared/data python benchmarks/export_latency.py --vectors glove-6b-50d --max-vocabulary 0
 
 Numbers are from whatever CPU runs it, with TensorFlow's and onnxruntime's default thread pools. The JSON's
-`provenance` (`keras_match.provenance`) records the command, the code, the versions (and onnxruntime's), the
+`provenance` (`keras_match.artifacts.provenance`) records the command, the code, the versions (and onnxruntime's), the
 machine (with its load average at the end), the start and end times, the run or the vectors exported, the TrecQA
 data files with their sha256, and the load average at the start, so that a busy machine shows.
 """
@@ -76,8 +76,9 @@ def build_run(run_dir, data_dir, vectors=None, max_vocabulary=None, model_name="
     Returns:
         `(run, description, vectors)`: `vectors` is `{"path", "sha256"}` of the vectors read, or None.
     """
-    from keras_match import runs, zoo
-    from keras_match.recipe import Recipe
+    from keras_match import zoo
+    from keras_match.artifacts import runs
+    from keras_match.training.recipe import Recipe
 
     if run_dir:
         return runs.load_run(run_dir), f"run {run_dir}", None
@@ -119,7 +120,10 @@ def main(argv=None):
     import onnxruntime
     import tensorflow as tf
 
-    from keras_match import export, pipeline, provenance, training
+    from keras_match import training
+    from keras_match.artifacts import provenance
+    from keras_match.inputs import pipeline
+    from keras_match.serving import export
     from keras_match.datasets.catalog import load_by_name
 
     started, load_average = time.time(), os.getloadavg()

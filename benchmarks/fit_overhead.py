@@ -1,9 +1,9 @@
 """What Keras' fit loop costs beyond the training steps, for one zoo entry on real TrecQA TRAIN-ALL; prints JSON.
 
 Milliseconds per step of `--steps` length-bucketed batches of the entry's loss mode (pointwise for the papers'
-presets), made as training makes them (`keras_match.recipe.Recipe.batches`): `train_on_batch` on batches already
+presets), made as training makes them (`keras_match.training.recipe.Recipe.batches`): `train_on_batch` on batches already
 in memory, `fit` on the training pipeline, and `fit` on the same batches already in memory (so the difference of
-the last two is the input pipeline's share). No callbacks. The JSON's `provenance` (`keras_match.provenance`)
+the last two is the input pipeline's share). No callbacks. The JSON's `provenance` (`keras_match.artifacts.provenance`)
 records the command, the code, the versions, the machine (with its load average at the end), the start and end
 times, the seed, the data files and the vectors with their sha256.
 
@@ -30,8 +30,9 @@ def main(argv=None):
 
     import tensorflow as tf
 
-    from keras_match import provenance, training
-    from keras_match.recipe import Recipe
+    from keras_match import training
+    from keras_match.artifacts import provenance
+    from keras_match.training.recipe import Recipe
 
     started = time.time()
     # the entry prepared as `keras-match train` prepares it (the vocabulary: the training words only)

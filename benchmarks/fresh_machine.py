@@ -47,7 +47,7 @@ def read(path):
     Raises:
         OSError, ValueError: unreadable, not JSON, or without provenance (the message names the file).
     """
-    from keras_match import provenance
+    from keras_match.artifacts import provenance
 
     result = json.loads(pathlib.Path(path).read_text())
     provenance.check(result, path)
@@ -113,7 +113,7 @@ def main(argv=None):
 
     import github_mirror
 
-    from keras_match import provenance
+    from keras_match.artifacts import provenance
     from keras_match.datasets import sources
 
     started = time.time()

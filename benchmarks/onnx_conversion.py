@@ -1,10 +1,10 @@
 """Time and memory of converting trained presets to ONNX, with and without the embedding stand-ins; prints JSON.
 
-`keras_match.export.to_onnx` converts a SavedModel's `serve_ids` with tf2onnx. tf2onnx copies the whole graph,
+`keras_match.serving.export.to_onnx` converts a SavedModel's `serve_ids` with tf2onnx. tf2onnx copies the whole graph,
 constants included, for each of its optimizer passes, so a model with frozen GloVe vectors (a 400,000 x 50
 matrix, 80 MB) took most of a minute and several GB to convert. `to_onnx` now converts such a model with a
 one-row stand-in for each embedding matrix and puts the matrices back afterwards
-(`keras_match.export._convert_with_stand_ins`, verified on the same samples as before, the usual conversion when
+(`keras_match.serving.export._convert_with_stand_ins`, verified on the same samples as before, the usual conversion when
 the stand-in conversion is refused). This script measures both ways for each preset: the preset is loaded and
 exported as a SavedModel once, then each conversion runs in a fresh process (so that the peak resident memory is
 the conversion's: the process imports TensorFlow, loads the SavedModel, converts and verifies), and reports the
@@ -13,7 +13,7 @@ and the largest difference between the two ONNX models' outputs on the verificat
 
     python benchmarks/onnx_conversion.py [PRESET ...] > benchmarks/results/export/onnx_conversion.json
 
-Default: every shipped preset (`keras_match.presets.trained()`). Needs the `onnx` and `glove` extras, no data.
+Default: every shipped preset (`keras_match.artifacts.presets.trained()`). Needs the `onnx` and `glove` extras, no data.
 Numbers are from whatever CPU runs it (the JSON's provenance records the machine and its load average).
 """
 
@@ -35,7 +35,7 @@ CHILD = textwrap.dedent(
     """
     import json, pathlib, resource, sys, time
     import numpy as np
-    from keras_match import export
+    from keras_match.serving import export
     version, target, way = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]), sys.argv[3]
     if way == "usual":
         export.ONNX_STAND_IN_BYTES = float("inf")  # no constant is stood in for: tf2onnx converts the whole graph
@@ -70,7 +70,8 @@ def convert(version: pathlib.Path, target: pathlib.Path, way: str) -> dict:
 
 
 def main(argv=None):
-    from keras_match import export, presets, provenance
+    from keras_match.artifacts import presets, provenance
+    from keras_match.serving import export
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("presets", nargs="*", help="preset names (default: every shipped preset)")

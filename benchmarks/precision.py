@@ -33,7 +33,7 @@ import subprocess
 import sys
 import time
 
-from keras_match import provenance
+from keras_match.artifacts import provenance
 
 ENTRIES = {
     "mcan_fm": "trecqa-clean",
@@ -63,7 +63,7 @@ def _serving_latency(run, precision, question, candidates, requests):
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (the graph's tokenizer ops)
 
-    from keras_match import export
+    from keras_match.serving import export
 
     folder = tempfile.mkdtemp(prefix="precision_export_")
     try:
@@ -89,8 +89,9 @@ def measure(name, dataset_name, data_dir, rounds, steps, warmup, requests, seed)
     import keras
     import numpy as np
 
-    from keras_match import precision, runs, training
-    from keras_match.recipe import Recipe
+    from keras_match import precision, training
+    from keras_match.artifacts import runs
+    from keras_match.training.recipe import Recipe
 
     keras.utils.set_random_seed(seed)
     recipe = Recipe.prepare(name, dataset_name, data_dir=data_dir, seed=seed)

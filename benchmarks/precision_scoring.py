@@ -2,7 +2,7 @@
 
 Serving in bfloat16 is worth offering only where it keeps the scores' order: the issue's bar is the test MAP of a
 bfloat16 export equal to the float32 one's within 0.002. For each shipped trained preset (default: every one,
-`keras_match.presets.trained()`), in a process of its own, this loads the preset twice, `load_preset(name,
+`keras_match.artifacts.presets.trained()`), in a process of its own, this loads the preset twice, `load_preset(name,
 precision=P)` for P in float32 and mixed_bfloat16 (the same float32 weights; every layer but the output head
 computes in bfloat16, as `keras-match export --precision mixed_bfloat16` serves it), scores the preset's test split
 as `keras-match evaluate --preset` does (`Run.evaluate`), and records both precisions' figures, their differences,
@@ -26,7 +26,7 @@ import subprocess
 import sys
 import time
 
-from keras_match import provenance
+from keras_match.artifacts import provenance
 
 PRECISIONS = ("float32", "mixed_bfloat16")
 TOLERANCE = 0.002
@@ -42,7 +42,8 @@ def measure(preset, data_dir=None) -> dict:
     """Both precisions' test figures of shipped preset `preset` (`"entry/dataset"`)."""
     import numpy as np
 
-    from keras_match import pipeline, presets
+    from keras_match.artifacts import presets
+    from keras_match.inputs import pipeline
 
     started = time.time()
     metadata = json.loads((presets.preset_dir(preset) / presets.METADATA_FILE).read_text(encoding="utf-8"))
@@ -102,7 +103,7 @@ def main(argv=None):
         files = sorted(out.glob("*.json"))
         print(table([json.loads(path.read_text()) for path in files], out))
         return 0
-    from keras_match import presets, storage
+    from keras_match.artifacts import presets, storage
 
     out.mkdir(parents=True, exist_ok=True)
     for preset in args.presets or presets.trained():

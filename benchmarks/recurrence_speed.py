@@ -22,7 +22,7 @@ Usage:
     python benchmarks/recurrence_speed.py [--batch-size 256] [--units 512] [--rounds 15] [--data-dir DIR] \
         > recurrence_speed.json
 
-Prints one JSON object, with its `provenance` (`keras_match.provenance`: the command, the code, the versions, the
+Prints one JSON object, with its `provenance` (`keras_match.artifacts.provenance`: the command, the code, the versions, the
 machine with its load average at the end, the start and end times, the seed, the TrecQA files read with their
 sha256, and the load average at the start).
 """
@@ -40,7 +40,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
-from keras_match import datasets, provenance, text, training  # noqa: E402
+from keras_match import datasets, text, training  # noqa: E402
+from keras_match.artifacts import provenance
 from keras_match.encoders import WordVectorEncoder  # noqa: E402
 from keras_match.models.ctrn import build_ctrn, build_qrnn_matcher, build_recurrent_matcher  # noqa: E402
 

@@ -8,7 +8,7 @@ what dimensions are worth to it, on the same words and the same vocabulary.
     python benchmarks/reduce_vectors.py --dim 25 --out runs/vectors/glove-6b-25d-pca.txt.gz
     keras-match train mcan_fm --dataset trecqa-clean --embeddings runs/vectors/glove-6b-25d-pca.txt.gz ...
 
-The source is the default vectors of a run (`--source`, default: `keras_match.vectors.default_vectors()`, the
+The source is the default vectors of a run (`--source`, default: `keras_match.text.vectors.default_vectors()`, the
 full GloVe 6B 50d of the `glove` extra); the words keep their order. The components are those of the whole
 matrix, centred; the output is not re-centred (the mean is added back), so norms stay comparable. Prints JSON:
 the explained variance of the kept components and the output's sha256. The written file is data derived from
@@ -55,7 +55,8 @@ def main(argv=None):
     parser.add_argument("--source", default=None, help="vectors to reduce (default: a run's default vectors)")
     args = parser.parse_args(argv)
 
-    from keras_match import storage, vectors
+    from keras_match.artifacts import storage
+    from keras_match.text import vectors
 
     source = args.source or vectors.default_vectors()
     if source is None:

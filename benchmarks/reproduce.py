@@ -73,9 +73,10 @@ def main(argv=None):
                         help="a name for these settings in the results table (benchmarks/summarize.py)")
     args = parser.parse_args(argv)
 
-    from keras_match import provenance, tasks, zoo
+    from keras_match import tasks, zoo
+    from keras_match.artifacts import provenance
     from keras_match.datasets.catalog import load_by_name
-    from keras_match.training import train
+    from keras_match.training.trainer import train
 
     started = time.time()
 

@@ -7,7 +7,7 @@ with its provenance, and the run folders under `OUT/runs/`) and a row number, th
    the seed with the best dev figure (MAP for a ranker, accuracy for a classifier; the test split takes no part
    in the choice); its run folder is the one under `--runs` (default `OUT/runs`) whose `metrics.json` holds
    exactly the result file's figures;
-2. writes that run's preset in float32 and in float16 (`keras_match.presets.write_preset`) into a temporary
+2. writes that run's preset in float32 and in float16 (`keras_match.artifacts.presets.write_preset`) into a temporary
    folder and re-evaluates BOTH, loaded from their files, on the benchmark's test (and dev) split;
 3. ships float16 if no dev or test figure moved by more than `--tolerance` (0.002) from the float32 preset's, else
    float32, as `keras_match/presets/<entry>/<dataset>/` (`--into`), its model card saying which seed, why, both
@@ -103,14 +103,14 @@ def folder_bytes(path: pathlib.Path) -> int:
 
 def shipped_folders(into: pathlib.Path) -> list[pathlib.Path]:
     """The preset folders `<entry>/<dataset>/` under `into`."""
-    from keras_match import presets
+    from keras_match.artifacts import presets
 
     return [folder for entry in sorted(into.iterdir()) if entry.is_dir() for folder in sorted(entry.iterdir())
             if presets.is_preset(folder)] if into.is_dir() else []
 
 
 def summary(figures: dict) -> str:
-    from keras_match import presets
+    from keras_match.artifacts import presets
     from keras_match.metrics import figure_name
 
     return ", ".join(f"{figure_name(key)} {figures[key]:.4f}" for key in presets.FIGURES if key in figures)
@@ -172,7 +172,7 @@ def card_notes(*, command, out, plan, row, label, entry, chosen, seeds, key, dat
 
 
 def ship(args) -> dict:
-    from keras_match import presets
+    from keras_match.artifacts import presets
 
     out = pathlib.Path(args.out)
     runs_dir = pathlib.Path(args.runs) if args.runs else out / "runs"

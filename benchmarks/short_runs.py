@@ -12,7 +12,7 @@ checkouts that give the same file agree on everything a user sees of these runs.
     python benchmarks/short_runs.py --compare before.json after.json
 
 `--only NAME` runs some of the runs (see `RUNS`); a run whose folder holds a finished run is read, not retrained.
-The JSON (`{"runs": [...], "provenance": {...}}`) carries its provenance (`keras_match.provenance`: the command,
+The JSON (`{"runs": [...], "provenance": {...}}`) carries its provenance (`keras_match.artifacts.provenance`: the command,
 the code and its commit, the versions, the machine, the start and end times, the seed, `$KERAS_MATCH_DATA` and
 `$KERAS_MATCH_EMBEDDINGS`); each run's own `metrics.json` has the data files and vectors it read. `--compare`
 compares the figures only, so files from before the provenance (with `commit` and `versions` keys) still compare.
@@ -127,7 +127,7 @@ def main(argv=None):
         lines = compare(*args.compare)
         print("\n".join(lines) if lines else "identical: figures, epoch histories, signatures and served scores")
         return 1 if lines else 0
-    from keras_match import provenance
+    from keras_match.artifacts import provenance
 
     # this process's command, taken now: each run's `keras-match train` (cli.main) sets the command of its own run
     command = provenance.command_line(sys.argv)

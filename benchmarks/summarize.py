@@ -12,7 +12,7 @@ A split that is not the run's own (`wikiqa` above) is read from the run's transf
 the BM25 reference that reproduce.py --transfer recorded for the shown splits.
 
 Files that are empty or not JSON (an interrupted run) are listed on stderr and skipped. A result without its
-provenance (`keras_match.provenance`: the command, code, versions, machine and time that made it, for the file
+provenance (`keras_match.artifacts.provenance`: the command, code, versions, machine and time that made it, for the file
 and for each of its runs) is refused: exit 1 naming the file.
 """
 
@@ -38,13 +38,13 @@ class ProvenanceError(Exception):
 
 
 def read(path):
-    """The results of a reproduce.py JSON file, each with its provenance (`keras_match.provenance.check`).
+    """The results of a reproduce.py JSON file, each with its provenance (`keras_match.artifacts.provenance.check`).
 
     Raises:
         OSError, ValueError: the file cannot be read or is not JSON.
         ProvenanceError: the file, or one of its runs, does not say what made it.
     """
-    from keras_match import provenance
+    from keras_match.artifacts import provenance
 
     with open(path, encoding="utf-8") as f:
         results = json.load(f)

@@ -2,7 +2,7 @@
 under `benchmarks/results/` (and the shipped presets' metadata).
 
 Every table a page shows is one entry of `TABLES`: the result files it reads (figures only, never data) and how
-it renders them. A result file must say what made it (`keras_match.provenance`: the command, the code version, the
+it renders them. A result file must say what made it (`keras_match.artifacts.provenance`: the command, the code version, the
 package versions, the machine and the time, for the file and for every run in it); a file without that is refused
 (exit 1, naming the file), so no table can be made from a figure whose origin is unknown.
 
@@ -69,8 +69,8 @@ def _groups(paths):
 
 
 def _read_json(path):
-    """A benchmark script's JSON file (not reproduce.py's), its provenance checked (`keras_match.provenance`)."""
-    from keras_match import provenance
+    """A benchmark script's JSON file (not reproduce.py's), its provenance checked (`keras_match.artifacts.provenance`)."""
+    from keras_match.artifacts import provenance
 
     try:
         result = json.loads(path.read_text(encoding="utf-8"))

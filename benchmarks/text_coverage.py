@@ -11,7 +11,7 @@ only match themselves) evaluated by MAP / MRR on TrecQA clean-dev+clean-test and
 with at least one correct and one wrong candidate.
 
 Prints one JSON object: the coverage figures of each rule (`coverage`), the ranking check's MAP / MRR
-(`ranking`, none with `--no-ranking`) and the `provenance` (`keras_match.provenance`: the command, the code, the
+(`ranking`, none with `--no-ranking`) and the `provenance` (`keras_match.artifacts.provenance`: the command, the code, the
 versions, the machine, the start and end times, the data folder, and the data and GloVe files read with their
 sha256). `--table` prints the same figures as markdown tables instead. Progress goes to stderr.
 
@@ -39,8 +39,8 @@ import tensorflow as tf  # noqa: E402
 import tensorflow_text as tf_text  # noqa: E402
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-from keras_match import provenance  # noqa: E402
-from keras_match import text as km_text  # noqa: E402
+from keras_match.artifacts import provenance  # noqa: E402
+from keras_match.text import tokenizer as km_text  # noqa: E402
 from keras_match.datasets.download import sha256_of  # noqa: E402
 
 TRECQA = ("train-all.tsv.gz", "clean-dev.tsv", "clean-test.tsv")

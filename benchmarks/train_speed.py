@@ -8,9 +8,9 @@ followed by the default vectors' words, those frozen vectors, the preset's batch
   alternating rounds of `--steps` training steps each (the same model, optimizer and process; a machine whose
   load drifts during the run affects both alike), after `--warmup` steps of each kind (tracing);
 - training questions per second: the pairs per second times the questions an epoch trains on over the pairs
-  it scores (one epoch's plan, `keras_match.batching.plan`: listwise and pairwise plans leave out the questions
+  it scores (one epoch's plan, `keras_match.inputs.batching.plan`: listwise and pairwise plans leave out the questions
   without a positive), so the rate at which an epoch's questions go by;
-- scoring pairs per second (`keras_match.pipeline.predict`, length-sorted batches of 256) over the dataset's
+- scoring pairs per second (`keras_match.inputs.pipeline.predict`, length-sorted batches of 256) over the dataset's
   dev + test;
 - with `--saved-model`: the model (its initial weights) exported as `keras-match export` does, loaded back, and
   the test pairs sent as raw text through its `serving_default` signature in batches of `--serve-batch`: pairs
@@ -18,7 +18,7 @@ followed by the default vectors' words, those frozen vectors, the preset's batch
 - the padded share of the id tensors (padding / all positions) of each kind of batch;
 - peak resident memory (ru_maxrss).
 
-Prints one JSON object: `{"entries": {name: {...}}, "provenance": {...}}` (`keras_match.provenance`: the command,
+Prints one JSON object: `{"entries": {name: {...}}, "provenance": {...}}` (`keras_match.artifacts.provenance`: the command,
 the code, the versions, the machine with its load average at the end, the start and end times, and the seed, the
 dataset, its data files and the vectors with their sha256, and the load average at the start). `--table FILE`
 prints such a file (or one that wraps it with more keys) as a markdown table instead of measuring; a file without
@@ -47,7 +47,7 @@ import subprocess
 import sys
 import time
 
-from keras_match import provenance
+from keras_match.artifacts import provenance
 
 
 def measure(name, data_dir, rounds, steps, warmup, seed, loss=None, dataset_name="trecqa-clean",
@@ -57,8 +57,10 @@ def measure(name, data_dir, rounds, steps, warmup, seed, loss=None, dataset_name
     import keras
     import numpy as np
 
-    from keras_match import pipeline, runs, training
-    from keras_match.recipe import Recipe
+    from keras_match import training
+    from keras_match.artifacts import runs
+    from keras_match.inputs import pipeline
+    from keras_match.training.recipe import Recipe
 
     keras.utils.set_random_seed(seed)
     # the entry prepared as `keras-match train` prepares it: settings, data, vectors, preprocessor, model
@@ -143,7 +145,7 @@ def _questions_per_pair(examples, mode, settings, seed):
     """Questions over scored pairs in one epoch's plan of `mode` (`settings`: the `TrainingSettings`)."""
     import numpy as np
 
-    from keras_match import batching
+    from keras_match.inputs import batching
 
     batches = batching.plan(mode, examples.groups, examples.labels, settings.batch_size,
                             np.random.default_rng(seed), list_size=settings.list_size)
@@ -161,7 +163,7 @@ def serving_speed(run, pairs, batch_size):
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (the graph's tokenizer ops)
 
-    from keras_match import export
+    from keras_match.serving import export
 
     folder = tempfile.mkdtemp(prefix="train_speed_export_")
     try:

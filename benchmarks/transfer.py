@@ -5,7 +5,7 @@ dataset's test split as it is (its vocabulary, its features' document frequencie
 benchmark's own convention picks the questions (WikiQA: those with a correct and an incorrect answer). The BM25
 row ranks each question's candidates by `bm25s` (k1 1.5, b 0.75, Lucene IDF) over the split's distinct
 candidate texts, tokenized as the models tokenize. Prints one JSON object (every figure, and its `provenance`,
-`keras_match.provenance`: the command, the code, the versions, the machine, the start and end times, the datasets
+`keras_match.artifacts.provenance`: the command, the code, the versions, the machine, the start and end times, the datasets
 and their data files with their sha256). `--table FILE` prints such a file as a markdown table instead: one row
 per (model, pair features) with the mean and standard deviation over its runs (seeds); a file without provenance
 is refused.
@@ -36,7 +36,7 @@ import statistics
 import sys
 import time
 
-from keras_match import provenance
+from keras_match.artifacts import provenance
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
@@ -123,7 +123,8 @@ def main(argv=None):
     if args.table:
         provenance.print_table(args.table, table)  # SystemExit when unreadable or without provenance
         return
-    from keras_match import presets, tasks, training
+    from keras_match import tasks, training
+    from keras_match.artifacts import presets
     from keras_match.datasets.catalog import load_by_name
 
     started = time.time()

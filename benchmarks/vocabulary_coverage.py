@@ -5,7 +5,7 @@ For each dataset and cap: the vocabulary size (ids), the dev / test tokens (dist
 that are out of the vocabulary, and how many of those the vector file has a vector for (the tokens a larger cap
 would give their own vector), and how many have no vector in the file at all (a model with frozen embeddings
 sees them as its out-of-vocabulary vector, or as the zero vector of a vocabulary word the file lacks, whatever
-the cap). The JSON's `provenance` (`keras_match.provenance`) records the command, the code, the versions, the
+the cap). The JSON's `provenance` (`keras_match.artifacts.provenance`) records the command, the code, the versions, the
 machine, the start and end times, the datasets and their data files, and the vector file, with their sha256.
 
     KERAS_MATCH_DATA=../shared/data python benchmarks/vocabulary_coverage.py --datasets trecqa-clean \
@@ -31,7 +31,9 @@ def main(argv=None):
 
     import numpy as np
 
-    from keras_match import provenance, tasks, text, training, vectors
+    from keras_match import tasks, text, training
+    from keras_match.artifacts import provenance
+    from keras_match.text import vectors
     from keras_match.datasets.catalog import load_by_name
     from keras_match.preprocessors.pair import PairPreprocessor, PairSettings
 

@@ -370,7 +370,7 @@ def compile_model(model, settings: Settings):
     """Compile `model` with the settings' optimizer and its head's pointwise loss (`keras_match.heads`).
 
     Pairwise and listwise losses train a wrapper around the model (`keras_match.heads.ListScorer`); the recipe
-    (`keras_match.recipe.Recipe.compile`) builds it from the settings' `loss`.
+    (`keras_match.training.recipe.Recipe.compile`) builds it from the settings' `loss`.
     """
     from keras_match import heads
 
@@ -379,7 +379,7 @@ def compile_model(model, settings: Settings):
 
 
 def read_config(path, name) -> dict:
-    """The settings of a `best.json` written by `keras_match.tuning.write_results`, for `keras-match train NAME
+    """The settings of a `best.json` written by `keras_match.training.tuning.write_results`, for `keras-match train NAME
     --config FILE`.
 
     Raises:

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 
-from keras_match import storage
+from keras_match.artifacts import storage
 
 if TYPE_CHECKING:  # pragma: no cover
     from keras_match.datasets.base import Split
@@ -368,7 +368,7 @@ def write_trec_run(path, qids, docids, scores, run_name: str = "keras_match") ->
     rank column, so rounding would change its tie-breaking).
 
     Args:
-        path: output file (str or path-like); replaced when complete (`keras_match.storage`).
+        path: output file (str or path-like); replaced when complete (`keras_match.artifacts.storage`).
         qids: question id of each row, array-like of ``N`` values.
         docids: candidate id of each row, unique within its question.
         scores: float array-like of shape ``[N]`` or ``[N, 1]``.
@@ -393,7 +393,7 @@ def write_trec_qrels(path, qids, docids, labels) -> None:
     """Write a trec_eval qrels file: one ``qid 0 docid label`` line per row, in input order.
 
     Args:
-        path: output file (str or path-like); replaced when complete (`keras_match.storage`).
+        path: output file (str or path-like); replaced when complete (`keras_match.artifacts.storage`).
         qids: question id of each row, array-like of ``N`` values.
         docids: candidate id of each row, unique within its question.
         labels: integer labels, array-like of shape ``[N]``.

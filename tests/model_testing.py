@@ -12,9 +12,12 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_match import export, heads, pipeline, runs, zoo
+from keras_match import heads, zoo
+from keras_match.artifacts import runs
+from keras_match.inputs import pipeline
+from keras_match.serving import export
 from keras_match.datasets import catalog
-from keras_match.recipe import Recipe
+from keras_match.training.recipe import Recipe
 
 SMALL_WIDTH = 8
 SMALL_FACTORS = 2

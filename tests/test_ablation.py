@@ -74,7 +74,7 @@ def test_a_plan_level_set_must_be_an_object(tmp_path):
 
 
 def _fake_result(label, seed, value, provenance=True):
-    from keras_match import provenance as record
+    from keras_match.artifacts import provenance as record
 
     made = {"provenance": record.collect(0.0, command=f"reproduce.py --label {label}")} if provenance else {}
     run = {"seed": seed, "best_epoch": 1, "epochs_run": 2, "wall_time_s": 1.0, "loss_mode": "pointwise",

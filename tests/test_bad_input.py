@@ -128,7 +128,7 @@ def test_tune_dir_that_is_a_file_is_refused_before_any_work(data_dir, tmp_path):
 
 
 def test_tune_dir_that_cannot_be_written_is_one_line(tmp_path, monkeypatch):
-    from keras_match import storage
+    from keras_match.artifacts import storage
 
     def refuse(self, *args, **kwargs):
         raise OSError(30, "Read-only file system", str(self))

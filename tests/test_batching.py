@@ -1,11 +1,12 @@
-"""keras_match.batching: the batch plans of each loss mode, on toy groups and on real TrecQA training pairs."""
+"""keras_match.inputs.batching: the batch plans of each loss mode, on toy groups and on real TrecQA training pairs."""
 
 import collections
 
 import numpy as np
 import pytest
 
-from keras_match import batching, datasets
+from keras_match import datasets
+from keras_match.inputs import batching
 
 PAD = batching.PAD_INDEX
 

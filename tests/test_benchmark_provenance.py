@@ -1,4 +1,4 @@
-"""The benchmark scripts print one JSON object that says what made it (`keras_match.provenance`), and their
+"""The benchmark scripts print one JSON object that says what made it (`keras_match.artifacts.provenance`), and their
 markdown tables refuse a result without one. No training and no timing here: the heavy parts are replaced."""
 
 import gzip
@@ -10,7 +10,7 @@ import types
 import pytest
 from conftest import REPO, benchmark_module
 
-from keras_match import provenance
+from keras_match.artifacts import provenance
 from keras_match.datasets.download import sha256_of
 
 
@@ -55,7 +55,8 @@ def test_transfer_without_runs_scores_bm25_on_the_chosen_split(data_dir, capsys)
 
 
 def test_transfer_prints_json_with_provenance_and_its_table_on_request(tmp_path, data_dir, monkeypatch, capsys):
-    from keras_match import presets, training
+    from keras_match import training
+    from keras_match.artifacts import presets
 
     module = benchmark_module("transfer")
     figures = TRANSFER["runs"]["runs/ctrn-s1"]["trecqa-clean"]
@@ -190,7 +191,7 @@ def test_recurrence_speed_lengths_come_with_the_files_read(data_dir):
 
 def test_export_latency_names_the_vectors_of_the_model_it_exports(monkeypatch):
     module = benchmark_module("export_latency")
-    from keras_match import runs
+    from keras_match.artifacts import runs
 
     monkeypatch.setattr(runs, "load_run", lambda run_dir: types.SimpleNamespace(run_dir=run_dir))
     run, description, vectors = module.build_run("runs/x", None)

@@ -1,12 +1,13 @@
-"""Length-bucketed batches (keras_match.batching, `lengths=`) on real TrecQA TRAIN-ALL lengths, and
-length-sorted scoring (keras_match.pipeline.predict)."""
+"""Length-bucketed batches (keras_match.inputs.batching, `lengths=`) on real TrecQA TRAIN-ALL lengths, and
+length-sorted scoring (keras_match.inputs.pipeline.predict)."""
 
 import collections
 
 import numpy as np
 import pytest
 
-from keras_match import batching, datasets
+from keras_match import datasets
+from keras_match.inputs import batching
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +90,7 @@ def test_scoring_sorts_by_length_and_returns_the_callers_order():
     mask (its output depends on the batch's padded width) shows the batches really are length-sorted."""
     import keras
 
-    from keras_match import pipeline
+    from keras_match.inputs import pipeline
     from keras_match.models.common import output_head
     from keras_match.preprocessors.pair import PairPreprocessor
 

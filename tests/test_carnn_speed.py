@@ -9,7 +9,7 @@ import json
 import pytest
 from conftest import benchmark_module
 
-from keras_match import provenance
+from keras_match.artifacts import provenance
 
 TIMING = {"median_wall_ms", "median_cpu_ms", "p90_wall_ms", "rounds"}
 

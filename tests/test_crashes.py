@@ -15,7 +15,9 @@ import sys
 
 import pytest
 
-from keras_match import callbacks, cli, storage
+from keras_match import cli
+from keras_match.artifacts import storage
+from keras_match.training import callbacks
 
 from conftest import REPO, train_args
 
@@ -36,7 +38,9 @@ def _train_subprocess(argv, kill_at=None):
     program = f"""
 import os, signal, sys
 sys.path.insert(0, {str(REPO)!r})
-from keras_match import callbacks, cli, storage
+from keras_match import cli
+from keras_match.artifacts import storage
+from keras_match.training import callbacks
 kill_at = {kill_at!r}
 
 def die():
@@ -206,7 +210,7 @@ def test_a_run_refuses_to_resume_on_a_changed_vector_file(data_dir, tmp_path, mo
 
 
 def _full_disk_at(path):
-    """Makes the next write of `path` (through keras_match.storage) hit a full disk: its temporary name becomes
+    """Makes the next write of `path` (through keras_match.artifacts.storage) hit a full disk: its temporary name becomes
     a symbolic link to /dev/full, where every write fails with ENOSPC."""
     staged = storage.staged_path(path)
     staged.parent.mkdir(parents=True, exist_ok=True)

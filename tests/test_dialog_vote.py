@@ -8,7 +8,7 @@ import time
 import pytest
 from conftest import benchmark_module
 
-from keras_match import provenance
+from keras_match.artifacts import provenance
 
 SEED = 3
 

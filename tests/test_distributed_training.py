@@ -15,7 +15,9 @@ import keras
 import numpy as np
 import pytest
 
-from keras_match import cli, distribution, runs
+from keras_match import cli
+from keras_match.artifacts import runs
+from keras_match.training import distribution
 
 ARGS = ["--dataset", "trecqa-clean", "--max-train-questions", "12", "--epochs", "1", "--embeddings", "none",
         "--set", "filters=8", "--set", "dense_units=4"]

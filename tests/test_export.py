@@ -18,7 +18,10 @@ import numpy as np
 import pytest
 import tf_serving_emulation
 
-from keras_match import cli, export, pipeline, serving, tasks, training
+from keras_match import cli, serving, tasks, training
+from keras_match.serving import clients
+from keras_match.inputs import pipeline
+from keras_match.serving import export, onnx_export
 from keras_match.preprocessors.pair import PairPreprocessor
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -136,8 +139,8 @@ def test_onnx_arguments_are_checked_before_converting(exported, tmp_path):
 
 
 def test_an_onnx_mismatch_fails_the_conversion_and_writes_nothing(exported, monkeypatch, tmp_path):
-    real = export._run_onnx
-    monkeypatch.setattr(export, "_run_onnx", lambda *a: [real(*a)[0] + 1e-3])
+    real = onnx_export._run_onnx
+    monkeypatch.setattr(onnx_export, "_run_onnx", lambda *a: [real(*a)[0] + 1e-3])
     with pytest.raises(export.ExportVerificationError, match="differ from TensorFlow's by up to 0.001"):
         export.to_onnx(exported / "1", tmp_path / "onnx")
     assert not list(tmp_path.iterdir())
@@ -244,7 +247,7 @@ def test_a_refused_stand_in_conversion_falls_back_to_the_usual_one(run, tmp_path
     converted the usual way, the whole graph through tf2onnx, still verified."""
     from onnx import numpy_helper
 
-    real = export._convert_with_stand_ins
+    real = onnx_export._convert_with_stand_ins
     refused = []
 
     def damaged(*args):
@@ -256,7 +259,7 @@ def test_a_refused_stand_in_conversion_falls_back_to_the_usual_one(run, tmp_path
         refused.append(names)
         return proto, names
 
-    monkeypatch.setattr(export, "_convert_with_stand_ins", damaged)
+    monkeypatch.setattr(onnx_export, "_convert_with_stand_ins", damaged)
     model, version = _tiny_export(run, tmp_path, shared=False)
     made = export.to_onnx(version)
     assert len(refused) == 1 and len(refused[0]) == 2  # the stand-in model was made, then refused
@@ -270,7 +273,7 @@ def test_a_refused_stand_in_conversion_falls_back_to_the_usual_one(run, tmp_path
 ])
 def test_models_with_features_the_graph_cannot_compute_are_refused(run, tmp_path, width, overlap, message):
     """Only the four overlap features can be computed from text, and only by a preprocessor that makes them."""
-    from keras_match.features import OverlapFeatures
+    from keras_match.text.features import OverlapFeatures
 
     preprocessor = PairPreprocessor(run.preprocessor.encoder, 4, 4, overlap_features=overlap,
                                     document_frequencies=OverlapFeatures.build(["a b", "b c"]) if overlap else None)
@@ -504,7 +507,7 @@ def test_grpc_client_against_a_fake_server(loaded, run):
             response = predict_pb2.PredictResponse()
             response.model_spec.CopyFrom(request.model_spec)
             for name, value in outputs.items():
-                response.outputs[name].CopyFrom(serving._tensor_proto(value))
+                response.outputs[name].CopyFrom(clients._tensor_proto(value))
             return response
 
     server = grpc.server(concurrent.futures.ThreadPoolExecutor(max_workers=2))

@@ -2,7 +2,7 @@
 
 Parametrized over `keras_match.zoo.names()`: a model added to the zoo is covered without new test code. Each
 entry is built small (widths shrunk generically, see `small_overrides`) with random weights that spread the
-scores, exported with `keras_match.export.saved_model` and `to_onnx`; ONE fresh Python process (importing only
+scores, exported with `keras_match.serving.export.saved_model` and `to_onnx`; ONE fresh Python process (importing only
 tensorflow_text, tensorflow and `keras_match.serving`, as a model server would) loads every export and calls
 every signature, directly, through REST bodies, gRPC requests and the warmup records, on tricky inputs. The
 parent compares with the Keras model scoring the same pairs the way training does (`Run.score`).
@@ -22,9 +22,11 @@ import pytest
 import tf_serving_emulation
 from model_testing import small_lengths, small_overrides
 
-from keras_match import export, text, training, zoo
-from keras_match import heads, pipeline
-from keras_match.features import FEATURE_NAMES, OverlapFeatures
+from keras_match import text, training, zoo
+from keras_match.serving import export
+from keras_match import heads
+from keras_match.inputs import pipeline
+from keras_match.text.features import FEATURE_NAMES, OverlapFeatures
 from keras_match.preprocessors.pair import PairPreprocessor
 
 NAMES = [name for name in zoo.names() if zoo.family_of(name).preprocessor == "pair"]
@@ -191,7 +193,8 @@ EXPORTER = textwrap.dedent(
     tests, root, out = sys.argv[1], pathlib.Path(sys.argv[2]), pathlib.Path(sys.argv[3])
     sys.path.insert(0, tests)
     import test_export_zoo as t
-    from keras_match import export, text
+    from keras_match import text
+    from keras_match.serving import export
 
     encoder = text.TextEncoder(t.WORDS)
     made = {}
@@ -294,7 +297,8 @@ def test_small_overrides_shrink_widths_only():
 
 def test_the_child_process_needs_no_model_code(served):
     # the client helpers and the signature table (pure Python), nothing of the layers, models or training
-    assert served["keras_match_modules"] == ["keras_match", "keras_match.serving", "keras_match.signatures"]
+    assert served["keras_match_modules"] == ["keras_match", "keras_match._lazy", "keras_match._moved", "keras_match.serving",
+                                             "keras_match.serving.clients", "keras_match.serving.signatures"]
 
 
 @pytest.mark.parametrize("name", NAMES)

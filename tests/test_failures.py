@@ -68,7 +68,7 @@ def test_a_mistyped_vector_file_leaves_nothing_and_the_corrected_command_runs(da
 
 def test_a_start_that_failed_before_its_first_epoch_is_not_a_run_to_resume(data_dir, tmp_path, monkeypatch,
                                                                             capsys):
-    from keras_match import recipe
+    from keras_match.training import recipe
 
     run_dir = tmp_path / "run"
 
@@ -139,7 +139,7 @@ def test_a_damaged_run_file_is_named_and_fails_with_status_1(trained_run, tmp_pa
 def test_a_second_writer_of_a_run_folder_is_refused_with_the_holders_pid(data_dir, tmp_path, capsys):
     import os
 
-    from keras_match import runs
+    from keras_match.artifacts import runs
 
     run_dir = tmp_path / "run"
     run_dir.mkdir()

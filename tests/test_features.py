@@ -6,9 +6,9 @@ import pytest
 import tensorflow as tf
 
 from keras_match import datasets
-from keras_match.features import FEATURE_NAMES
-from keras_match.features import STOP_WORDS
-from keras_match.features import OverlapFeatures
+from keras_match.text.features import FEATURE_NAMES
+from keras_match.text.features import STOP_WORDS
+from keras_match.text.features import OverlapFeatures
 from keras_match.text import tokenize
 
 

@@ -1,4 +1,4 @@
-"""Fine-tuning from a trained preset (`keras-match train ENTRY --init-preset PRESET`, `keras_match.finetune`).
+"""Fine-tuning from a trained preset (`keras-match train ENTRY --init-preset PRESET`, `keras_match.training.finetune`).
 
 The presets are written from short real TrecQA runs (tests/conftest.py: small MCAN-FM, 12 training questions,
 the data folder's GloVe 6B 50d); fine-tuning reads WikiQA's real training split, whose words the TrecQA
@@ -11,9 +11,12 @@ import h5py
 import numpy as np
 import pytest
 
-from keras_match import cli, finetune, presets, runs, vectors
-from keras_match.callbacks import DevEvaluationCallback
-from keras_match.training import train
+from keras_match import cli
+from keras_match.artifacts import presets, runs
+from keras_match.text import vectors
+from keras_match.training import finetune
+from keras_match.training.callbacks import DevEvaluationCallback
+from keras_match.training.trainer import train
 
 from conftest import train_args
 

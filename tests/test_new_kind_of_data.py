@@ -19,10 +19,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_match import export, preprocessors, runs, tasks, text, train, zoo
+from keras_match import preprocessors, tasks, text, train, zoo
+from keras_match.artifacts import runs
+from keras_match.serving import export
 from keras_match.encoders import takes_input_encoder, word_vectors_with
 from keras_match.models.common import matching_model, token_inputs
-from keras_match.pipeline import Examples
+from keras_match.inputs.pipeline import Examples
 from keras_match.preprocessors.base import Preprocessor
 from keras_match.settings import POSITIVE_INT, PreprocessingSettings
 
@@ -276,7 +278,7 @@ def test_the_toy_entry_is_checked_like_any_other(registered):
     settings = zoo.resolve("toy_bag_of_words", units=4)
     assert settings.family == "toy_bag_of_words" and settings.model == {"units": 4}
     # a pair dataset cannot train it: the texts differ
-    from keras_match.recipe import settings_for_task
+    from keras_match.training.recipe import settings_for_task
 
     with pytest.raises(ValueError, match=r"reads the texts \['context', 'query', 'response'\]"):
         settings_for_task(settings, tasks.RankingTask())

@@ -1,6 +1,6 @@
 """Run folders written before the settings had sections still load, score the same and export: their
 `config.json` (the first layout: a `preset` with the truncation lengths among its training settings and the pair
-features at its top level, the task as a word) is read into today's layout by `keras_match.runs.read_config`."""
+features at its top level, the task as a word) is read into today's layout by `keras_match.artifacts.runs.read_config`."""
 
 import json
 import shutil
@@ -8,7 +8,9 @@ import shutil
 import numpy as np
 import pytest
 
-from keras_match import export, runs, tasks, zoo
+from keras_match import tasks, zoo
+from keras_match.artifacts import runs
+from keras_match.serving import export
 from keras_match.datasets.catalog import load_by_name
 from keras_match.settings import TrainingSettings, section_fields
 

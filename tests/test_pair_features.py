@@ -6,8 +6,9 @@ import bm25s
 import numpy as np
 import pytest
 
-from keras_match import cli, export, training, zoo
-from keras_match.features import OverlapFeatures
+from keras_match import cli, training, zoo
+from keras_match.serving import export
+from keras_match.text.features import OverlapFeatures
 from keras_match.preprocessors.pair import PairPreprocessor
 from keras_match.text import TextEncoder, tokenize
 

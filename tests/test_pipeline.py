@@ -1,4 +1,4 @@
-"""keras_match.pipeline: encoding, training batches of each loss mode and scoring, with a real preprocessor
+"""keras_match.inputs.pipeline: encoding, training batches of each loss mode and scoring, with a real preprocessor
 built from real TrecQA training text (the first 40 clean training questions, 2482 pairs; no model training)."""
 
 import collections
@@ -7,8 +7,9 @@ import keras
 import numpy as np
 import pytest
 
-from keras_match import batching, datasets, pipeline, tasks, text
-from keras_match.features import OverlapFeatures
+from keras_match import datasets, tasks, text
+from keras_match.inputs import batching, pipeline
+from keras_match.text.features import OverlapFeatures
 from keras_match.models import common
 from keras_match.preprocessors.pair import PairPreprocessor
 

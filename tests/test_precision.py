@@ -12,7 +12,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_match import cli, export, precision, presets, runs, zoo
+from keras_match import cli, precision, zoo
+from keras_match.artifacts import presets, runs
+from keras_match.serving import export
 
 from conftest import train_args
 
@@ -168,7 +170,7 @@ def test_a_shipped_preset_loads_in_float32_unless_asked():
 
 
 def test_tune_passes_the_precision_to_every_trial():
-    from keras_match.recipe import Recipe
+    from keras_match.training.recipe import Recipe
 
     args = cli.build_parser().parse_args(["tune", "qrnn", "--dir", "d", "--precision", "mixed_bfloat16"])
     overrides = cli.command_settings(args)

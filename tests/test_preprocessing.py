@@ -18,7 +18,7 @@ import pytest
 import tensorflow as tf
 
 from keras_match import datasets, text
-from keras_match.features import FEATURE_NAMES, OverlapFeatures
+from keras_match.text.features import FEATURE_NAMES, OverlapFeatures
 from keras_match.preprocessors.base import CONFIG_FILE, trim_padding
 from keras_match.preprocessors.pair import (
     FREQUENCIES_FILE,

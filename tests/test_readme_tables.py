@@ -9,7 +9,7 @@ import re
 import pytest
 from conftest import REPO, benchmark_module
 
-from keras_match import provenance
+from keras_match.artifacts import provenance
 
 README = REPO / "README.md"
 DOCS = REPO / "docs"

@@ -1,4 +1,4 @@
-"""The trained presets shipped in the package (`keras_match/presets/<entry>/<dataset>/`, `keras_match.presets.trained()`).
+"""The trained presets shipped in the package (`keras_match/presets/<entry>/<dataset>/`, `keras_match.artifacts.presets.trained()`).
 
 Each shipped preset must load in a fresh process with no data folder (no `$KERAS_MATCH_DATA`, `HOME` a new empty
 folder; the `glove` extra installed) and score its benchmark's test split with the figures its `metadata.json`
@@ -29,7 +29,8 @@ import threading
 import numpy as np
 import pytest
 
-from keras_match import presets, runs, zoo
+from keras_match import zoo
+from keras_match.artifacts import presets, runs
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SHIPPED = presets.trained()
@@ -53,7 +54,7 @@ def _benchmark(name):
 
 
 def _glove_installed():
-    from keras_match import vectors
+    from keras_match.text import vectors
 
     return vectors.package_folder() is not None
 
@@ -68,7 +69,9 @@ CHILD = textwrap.dedent(
     # took 12 GB (CTRN's 100-token inputs, 512 filters) and was killed for memory beside the rest of the suite;
     # batches of 256 SICK pairs (40 x 40 grids) through the LC-LSTMs Loop took this child to 12.3 GB, batches of
     # 64 to 5.1 GB (the Keras model's predict before them: 3.1 GB)
-    from keras_match import export, pipeline, presets, signatures
+    from keras_match.artifacts import presets
+    from keras_match.inputs import pipeline
+    from keras_match.serving import export, signatures
 
     texts = json.loads(texts_file.read_text(encoding="utf-8"))
     for key, rows in texts.items():  # a dialog's history: rows of its texts, padded with "" as the split has them

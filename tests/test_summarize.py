@@ -5,7 +5,7 @@ import json
 import pytest
 from conftest import benchmark_module
 
-from keras_match import provenance
+from keras_match.artifacts import provenance
 
 
 def _summarize():

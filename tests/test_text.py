@@ -12,6 +12,7 @@ import tensorflow as tf
 
 from keras_match.text import OOV_ID, PAD_ID, TextEncoder, load_embeddings, tokenize
 from keras_match import text
+from keras_match.text import tokenizer, vocabulary
 
 
 def toks(texts, **kwargs):
@@ -226,14 +227,14 @@ def test_the_vector_words_are_tokenized_once_per_list_and_give_the_same_vocabula
     and lower-casing: a second build or trained-preset load reuses them, with the same words appended."""
     vector_words = ["the", "cat", "Dog", "new york", "café", "<pad>", "", "cat", "sat", "mat", "don't", "日本"]
     calls = []
-    original = text.tokenize
+    original = tokenizer.tokenize
 
     def counting(texts, **kwargs):
         calls.append(len(texts))
         return original(texts, **kwargs)
 
-    monkeypatch.setattr(text, "tokenize", counting)
-    monkeypatch.setattr(text, "_PRODUCIBLE_CACHE", type(text._PRODUCIBLE_CACHE)())
+    monkeypatch.setattr(vocabulary, "tokenize", counting)  # the name vocabulary calls
+    monkeypatch.setattr(vocabulary, "_PRODUCIBLE_CACHE", type(vocabulary._PRODUCIBLE_CACHE)())
     # each word alone, as the uncached rule: the tokenizer gives it back as one token
     alone = [w for w in dict.fromkeys(vector_words) if w and w not in text.RESERVED_TOKENS
              and [t.decode("utf-8") for t in original([w]).to_list()[0]] == [w]]

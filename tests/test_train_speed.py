@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from conftest import benchmark_module
 
-from keras_match.pipeline import Examples
+from keras_match.inputs.pipeline import Examples
 from keras_match.settings import TrainingSettings
 
 # question a: 1 positive of 3; b: no positive (2 candidates); c: 2 positives of 4
@@ -34,7 +34,7 @@ MEASURED = {"train_pairs_per_s": {"bucketed": 1002.0, "plain": 464.2},
 
 
 def test_the_table_of_a_results_file_has_a_row_per_entry_with_or_without_serving(tmp_path, capsys):
-    from keras_match import provenance
+    from keras_match.artifacts import provenance
 
     module = benchmark_module("train_speed")
     results = {"entries": {"a": dict(MEASURED, saved_model={"pairs_per_s": 2727.4}), "b": MEASURED,
@@ -72,7 +72,7 @@ def test_the_table_refuses_a_results_file_without_provenance_naming_it(tmp_path,
 
 
 def test_the_printed_object_carries_its_provenance_and_what_the_entries_read(tmp_path, capsys):
-    from keras_match import provenance
+    from keras_match.artifacts import provenance
 
     module = benchmark_module("train_speed")
     files = {"train": {"file": "train-all.tsv.gz", "sha256": "ab" * 32}}

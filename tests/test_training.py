@@ -6,7 +6,9 @@ import keras
 import numpy as np
 import pytest
 
-from keras_match import callbacks, cli, pipeline, tasks, training, zoo
+from keras_match import cli, tasks, training, zoo
+from keras_match.inputs import pipeline
+from keras_match.training import callbacks
 from keras_match.datasets.catalog import load_by_name
 from keras_match.preprocessors.base import trim_padding
 from keras_match.preprocessors.pair import FREQUENCIES_FILE, PairPreprocessor
@@ -202,7 +204,7 @@ def test_overlap_features_are_fed_through_training(ctrn_run, data_dir):
     """`ctrn` takes the overlap features: IDF from the training texts only, saved with the run, computed the
     same way when the run is loaded back, and changing them changes the scores."""
     from keras_match.datasets import trecqa
-    from keras_match.features import OverlapFeatures
+    from keras_match.text.features import OverlapFeatures
 
     config = json.loads((ctrn_run / "config.json").read_text())
     preprocessing = config["settings"]["preprocessing"]
@@ -290,7 +292,7 @@ def test_a_run_without_its_document_frequencies_is_refused(ctrn_run, tmp_path):
 def test_a_feature_run_exports_with_features_in_the_graph(ctrn_run, tmp_path):
     import tensorflow as tf
 
-    from keras_match import export
+    from keras_match.serving import export
 
     run = training.load_run(ctrn_run)
     version_dir = export.saved_model(ctrn_run, tmp_path / "ctrn", warmup=False)

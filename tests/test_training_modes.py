@@ -8,9 +8,11 @@ import keras
 import numpy as np
 import pytest
 
-from keras_match import cli, heads, losses, pipeline, runs, tasks, training, zoo
+from keras_match import cli, heads, losses, tasks, training, zoo
+from keras_match.artifacts import runs
+from keras_match.inputs import pipeline
 from keras_match.preprocessors.pair import PairPreprocessor
-from keras_match.recipe import Recipe, settings_for_task
+from keras_match.training.recipe import Recipe, settings_for_task
 
 from conftest import SMALL_MCAN, train_args
 from learning_checks import classification_figures, classification_figures_of_run
@@ -238,7 +240,7 @@ def test_a_classifier_refuses_a_split_of_other_labels_or_of_the_ranking_task(sic
 def test_a_classifier_evaluates_predicts_and_exports_labels(sick_run, sick_loaded, data_dir, tmp_path, capsys):
     import tensorflow as tf
 
-    from keras_match import export
+    from keras_match.serving import export
 
     assert cli.main(["evaluate", str(sick_run), "--dataset", "sick", "--data-dir", str(data_dir), "--json"]) == 0
     printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])

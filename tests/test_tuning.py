@@ -9,8 +9,10 @@ import keras_tuner as kt
 import numpy as np
 import pytest
 
-from keras_match import cli, heads, pipeline, tuning, zoo
-from keras_match.recipe import Recipe
+from keras_match import cli, heads, zoo
+from keras_match.inputs import pipeline
+from keras_match.training import tuning
+from keras_match.training.recipe import Recipe
 
 from learning_checks import ranking_figures_of_model, ranking_figures_of_scores
 

@@ -15,7 +15,8 @@ import sys
 import keras_tuner as kt
 import pytest
 
-from keras_match import cli, tuning
+from keras_match import cli
+from keras_match.training import tuning
 
 from learning_checks import ranking_figures_of_model
 

@@ -1,4 +1,4 @@
-"""Pretrained vectors (`keras_match.vectors`) and the vocabulary they give a run: words never seen in training keep
+"""Pretrained vectors (`keras_match.text.vectors`) and the vocabulary they give a run: words never seen in training keep
 their own id and their file vector, in the trained run and in its export."""
 
 import gzip
@@ -10,7 +10,11 @@ import shutil
 import numpy as np
 import pytest
 
-from keras_match import cli, export, provenance, recipe, text, training, vectors, zoo
+from keras_match import cli, text, training, zoo
+from keras_match.artifacts import provenance
+from keras_match.serving import export
+from keras_match.text import vectors
+from keras_match.training import recipe
 from keras_match.text import OOV_ID, TextEncoder
 
 TINY = "the 0.1 0.2 0.3\ncat -1 0.5 2e-1\nNew 1 1 1\nzürich 1.5 -2.5 3\ncat 9 9 9\nhello-world 2 2 2\n"

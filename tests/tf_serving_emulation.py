@@ -89,7 +89,7 @@ def decode_rest_body(body, inputs):
         body: the request, a `dict` or its JSON text.
         inputs: the signature's inputs, `{name: dtype}` or `{name: (dtype, shape)}` (dtype: a name such as
             `"string"`/`"int32"`, a numpy or a `tf.DType`), e.g. the export metadata's
-            `signatures["serving_default"]` (`keras_match.export.read_metadata`).
+            `signatures["serving_default"]` (`keras_match.serving.export.read_metadata`).
 
     Returns:
         dict input name -> numpy array (`dtype=object` holding `bytes` for strings).

@@ -105,7 +105,7 @@ class MatchingHead:
         head: `"softmax"` (2-class softmax over (not relevant, relevant), float32 `[batch, 2]`), `"score"` (a raw
             ranking score `[batch, 1]`) or `"classification"` (softmax over `num_classes` labels).
         num_classes: int >= 2, the number of labels of a classification head (None otherwise).
-        num_features: int >= 0, the number of extra pair features (`keras_match.features`: word overlap, BM25);
+        num_features: int >= 0, the number of extra pair features (`keras_match.text.features`: word overlap, BM25);
             with `num_features > 0` the model has a third input `"features"`, float32 `[batch, num_features]`,
             concatenated undropped to the pair representation before the prediction layers (as CTRN
             concatenates its word-overlap features "before the dense layers").

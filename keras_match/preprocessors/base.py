@@ -30,7 +30,7 @@ import typing
 import keras
 import tensorflow as tf
 
-from keras_match import storage
+from keras_match.artifacts import storage
 from keras_match.settings import PreprocessingSettings
 
 __all__ = ["CONFIG_FILE", "Preprocessor", "trim_padding"]
@@ -138,7 +138,7 @@ class Preprocessor(keras.layers.Layer):
     def extend_vocabulary(self, fresh) -> int:
         """Appends the words of `fresh` (a preprocessor of the same class, made from other training texts) that
         this vocabulary lacks, in `fresh`'s order; every word already here keeps its id. Truncation lengths and
-        other assets stay this preprocessor's (fine-tuning a preset, `keras_match.finetune`).
+        other assets stay this preprocessor's (fine-tuning a preset, `keras_match.training.finetune`).
 
         Returns:
             The number of words appended.

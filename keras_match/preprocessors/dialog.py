@@ -24,7 +24,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_match import storage, text
+from keras_match import text
+from keras_match.artifacts import storage
 from keras_match.preprocessors.base import Preprocessor
 from keras_match.preprocessors.base import vocabulary_encoder
 from keras_match.settings import POSITIVE_INT

@@ -2,7 +2,7 @@
 
 `PairPreprocessor` is keras-hub's preprocessor idea for text pairs: a Keras layer that owns the tokenizer and
 vocabulary (`keras_match.text.TextEncoder`), the truncation lengths and the optional word-overlap features
-(`keras_match.features.OverlapFeatures`), and maps `{"question": tf.string [batch], "answer": tf.string [batch]}`
+(`keras_match.text.features.OverlapFeatures`), and maps `{"question": tf.string [batch], "answer": tf.string [batch]}`
 to the model's inputs. Training maps it over a `tf.data` dataset, `Run.score` / `predict` / evaluation call it
 eagerly, and the exported SavedModel signatures call it in the graph, so raw text becomes ids one way only.
 
@@ -26,7 +26,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_match import storage, text
+from keras_match import text
+from keras_match.artifacts import storage
 from keras_match.preprocessors.base import Preprocessor
 from keras_match.preprocessors.base import vocabulary_encoder
 from keras_match.settings import POSITIVE_INT
@@ -50,7 +51,7 @@ class PairSettings(PreprocessingSettings):
     Attributes:
         max_question_length: tokens kept of each question (first text).
         max_answer_length: tokens kept of each answer (second text).
-        overlap_features: compute the four word-overlap features (`keras_match.features`).
+        overlap_features: compute the four word-overlap features (`keras_match.text.features`).
         bm25_feature: compute the answer's BM25 score for the question.
     """
 
@@ -100,9 +101,9 @@ class PairPreprocessor(Preprocessor):
         max_question_length: int >= 1, tokens kept of each question.
         max_answer_length: int >= 1, tokens kept of each answer.
         lowercase: lower-case texts before tokenizing (GloVe 6B is lower-case).
-        overlap_features: compute the four word-overlap features (`keras_match.features`).
+        overlap_features: compute the four word-overlap features (`keras_match.text.features`).
         bm25_feature: compute the BM25 score of the answer for the question (`OverlapFeatures.bm25`).
-        document_frequencies: with either feature, a `keras_match.features.OverlapFeatures` or the path of
+        document_frequencies: with either feature, a `keras_match.text.features.OverlapFeatures` or the path of
             its frequency file (None: `load_assets` provides it).
 
     Raises:
@@ -165,7 +166,7 @@ class PairPreprocessor(Preprocessor):
 
     def set_document_frequencies(self, frequencies):
         """Sets the overlap features' document frequencies: an `OverlapFeatures` or its file (read in place)."""
-        from keras_match.features import OverlapFeatures
+        from keras_match.text.features import OverlapFeatures
 
         if not isinstance(frequencies, OverlapFeatures):
             frequencies = OverlapFeatures.from_file(frequencies, lowercase=self.lowercase)
@@ -183,7 +184,7 @@ class PairPreprocessor(Preprocessor):
     @property
     def feature_names(self) -> list:
         """The columns of the `features` input it makes: the overlap features, then `"bm25"`, each if asked."""
-        from keras_match.features import FEATURE_NAMES
+        from keras_match.text.features import FEATURE_NAMES
 
         return (list(FEATURE_NAMES) if self.overlap_features else []) + (["bm25"] if self.bm25_feature else [])
 
@@ -237,7 +238,7 @@ class PairPreprocessor(Preprocessor):
             "num_features": self.num_features,
         }
         if self.num_features:
-            from keras_match.features import BM25_B, BM25_K1
+            from keras_match.text.features import BM25_B, BM25_K1
 
             facts["overlap_features"] = {  # the pair features (the name predates BM25)
                 "names": self.feature_names,
@@ -285,7 +286,7 @@ class PairPreprocessor(Preprocessor):
                                     np.asarray(texts["answer"], dtype=object)])
         frequencies = None
         if settings.overlap_features or settings.bm25_feature:
-            from keras_match.features import OverlapFeatures
+            from keras_match.text.features import OverlapFeatures
 
             frequencies = OverlapFeatures.build(documents)  # df, N and average length of the training texts
         return cls(
@@ -302,7 +303,7 @@ class PairPreprocessor(Preprocessor):
     def from_legacy_config(cls, directory, settings: dict):
         """The preprocessor of a run written before `preprocessor.json` existed: its vocabulary and document
         frequencies files in `directory` and the truncation lengths and pair features of its settings
-        (`config.json`'s `settings`, `keras_match.runs.read_config`).
+        (`config.json`'s `settings`, `keras_match.artifacts.runs.read_config`).
 
         Raises:
             FileNotFoundError: the vocabulary, or the document frequencies of a model with pair features, is

@@ -1,7 +1,7 @@
 """The task base class: what a dataset asks of a model, and everything that depends on it.
 
 A task (`keras_match.tasks`) is the kind of a dataset, not keras-hub's `Task` (a model plus its preprocessor): it
-turns a split into the flat `keras_match.pipeline.Examples` the input pipeline batches, names the texts of an
+turns a split into the flat `keras_match.inputs.pipeline.Examples` the input pipeline batches, names the texts of an
 example (`text_fields`, which must be the raw-text inputs of the model's preprocessor), chooses the head the
 model needs and the dev figure that picks the model (`monitor`), evaluates a model's outputs, prints a summary
 line, records itself in a run's `config.json` (`config` / `from_config`), and says what the exported
@@ -72,7 +72,7 @@ class Task(abc.ABC):
 
     @abc.abstractmethod
     def examples(self, split):
-        """The split's examples (`keras_match.pipeline.Examples`) with texts under `text_fields`."""
+        """The split's examples (`keras_match.inputs.pipeline.Examples`) with texts under `text_fields`."""
         raise NotImplementedError
 
     def check_preprocessor(self, preprocessor_class, name):

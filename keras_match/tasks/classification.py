@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from keras_match import metrics
-from keras_match.pipeline import Examples
+from keras_match.inputs.pipeline import Examples
 from keras_match.tasks.base import Task
 
 __all__ = ["ClassificationTask"]
@@ -86,7 +86,7 @@ class ClassificationTask(Task):
                 "label": tf.gather(names, tf.argmax(probabilities, axis=-1, output_type=tf.int32))}
 
     def signature_outputs(self, head, num_outputs) -> dict:
-        from keras_match import signatures
+        from keras_match.serving import signatures
 
         probabilities = {"probabilities": ("float32", [None, num_outputs])}
         return {signatures.DEFAULT_SIGNATURE: {**probabilities, "label": ("string", [None])},

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from keras_match import heads, metrics
-from keras_match.pipeline import Examples
+from keras_match.inputs.pipeline import Examples
 from keras_match.tasks.base import Task
 
 __all__ = ["RankingTask"]
@@ -94,7 +94,7 @@ class RankingTask(Task):
         return {"score": tf.cast(heads.ranking_score(head, outputs), tf.float32)}
 
     def signature_outputs(self, head, num_outputs) -> dict:
-        from keras_match import signatures
+        from keras_match.serving import signatures
 
         score = {"score": ("float32", [None])}
         return {signatures.DEFAULT_SIGNATURE: score, signatures.IDS_SIGNATURE: dict(score),
@@ -103,7 +103,7 @@ class RankingTask(Task):
     def extra_signatures(self, head, preprocessor, open_candidates=False) -> dict:
         """`rank`: one query, `n` candidates -> `scores` [n] and `order` [n] (for preprocessors that declare
         their `ranking_inputs`)."""
-        from keras_match import signatures
+        from keras_match.serving import signatures
 
         if not preprocessor.ranking_inputs:
             return {}

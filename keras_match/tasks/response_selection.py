@@ -8,7 +8,7 @@ import dataclasses
 import numpy as np
 
 from keras_match import heads
-from keras_match.pipeline import Examples
+from keras_match.inputs.pipeline import Examples
 from keras_match.tasks.base import Task
 
 __all__ = ["ResponseExamples", "ResponseSelectionTask", "RESPOND_SIGNATURE", "evaluate_selection", "choose"]
@@ -229,7 +229,7 @@ class ResponseSelectionTask(Task):
         return {"scores": scores, "choice": _choice(scores)}
 
     def signature_outputs(self, head, num_outputs) -> dict:
-        from keras_match import signatures
+        from keras_match.serving import signatures
 
         outputs = {"scores": ("float32", [None, num_outputs]), "choice": ("int32", [None])}
         return {signatures.DEFAULT_SIGNATURE: outputs, signatures.IDS_SIGNATURE: dict(outputs),

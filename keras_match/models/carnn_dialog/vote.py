@@ -48,7 +48,8 @@ def vote(run_dirs, dataset, split="test", data_dir=None) -> dict:
     Raises:
         ValueError: no run, or a split the runs' task refuses (another candidate set).
     """
-    from keras_match import pipeline, runs
+    from keras_match.artifacts import runs
+    from keras_match.inputs import pipeline
     from keras_match.datasets.catalog import load_by_name
     from keras_match.tasks.response_selection import choose, evaluate_selection
 

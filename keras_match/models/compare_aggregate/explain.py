@@ -39,7 +39,7 @@ def conv_maxima(run, question, answer, window=None) -> dict:
     """The CNN's per-word features and each dimension's maximum for one pair of a trained Compare-Aggregate run.
 
     Args:
-        run: a `keras_match.runs.Run` (`keras_match.runs.load_run(RUN_DIR)`) of a `compare_aggregate_*` entry.
+        run: a `keras_match.artifacts.runs.Run` (`keras_match.artifacts.runs.load_run(RUN_DIR)`) of a `compare_aggregate_*` entry.
         question: the question (premise) text, str.
         answer: the answer (hypothesis) text, str.
         window: the window size whose convolution to show (default: the largest of the model's windows).
@@ -55,7 +55,8 @@ def conv_maxima(run, question, answer, window=None) -> dict:
         ValueError: the run's model is not Compare-Aggregate, `window` is not one of its windows, or the answer
             has no word.
     """
-    from keras_match import pipeline, text
+    from keras_match import text
+    from keras_match.inputs import pipeline
     from keras_match.models.compare_aggregate.compare_aggregate import CompareAggregate
 
     layer = _compare_aggregate_layer(run.model)
@@ -95,14 +96,14 @@ def plot_conv_maxima(result, path, question=None):
     """Draws `conv_maxima`'s result (heat map and per-word credit, see the module docstring) as a PNG at `path`.
 
     Raises:
-        keras_match.storage.WriteError: the file could not be written.
+        keras_match.artifacts.storage.WriteError: the file could not be written.
     """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from keras_match import storage
+    from keras_match.artifacts import storage
 
     tokens, features = result["tokens"], result["features"]
     width = max(5.0, 0.45 * len(tokens) + 2)
@@ -127,7 +128,7 @@ def plot_explanation(run, texts, out, window=None, **options) -> list:
     returns the lines to print (the model's output and the five words that win the most CNN maxima).
 
     Args:
-        run: a `keras_match.runs.Run` of a `compare_aggregate_*` entry.
+        run: a `keras_match.artifacts.runs.Run` of a `compare_aggregate_*` entry.
         texts: `{"question": [one text], "answer": [one text]}`.
         out: the PNG to write.
         window: the window size to show (default the largest).

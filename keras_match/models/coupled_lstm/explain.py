@@ -59,7 +59,7 @@ def _tokens(run, texts, lengths):
 
 
 def _encode(run, questions, answers):
-    from keras_match import pipeline
+    from keras_match.inputs import pipeline
 
     inputs = pipeline.encode(run.preprocessor, {"question": list(questions), "answer": list(answers)})
     inputs = {key: np.asarray(value) for key, value in run.preprocessor.trim_padding(inputs).items()}
@@ -71,7 +71,7 @@ def grid_activations(run, question, answer, block=None) -> dict:
     """The grid of a C-LSTMs block for one pair of a trained Coupled-LSTMs run.
 
     Args:
-        run: a `keras_match.runs.Run` (`keras_match.runs.load_run(RUN_DIR)`) of an `lc_lstm*` / `tc_lstm*` entry.
+        run: a `keras_match.artifacts.runs.Run` (`keras_match.artifacts.runs.load_run(RUN_DIR)`) of an `lc_lstm*` / `tc_lstm*` entry.
         question: the question (premise) text, str.
         answer: the answer (hypothesis) text, str.
         block: which block, 1-based (default: the last, the one the dynamic pooling reads).
@@ -153,14 +153,14 @@ def plot_grid_activations(result, path, neurons, question=None):
 
     Raises:
         ValueError: a neuron is not a channel of the grid.
-        keras_match.storage.WriteError: the file could not be written.
+        keras_match.artifacts.storage.WriteError: the file could not be written.
     """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from keras_match import storage
+    from keras_match.artifacts import storage
 
     grid, rows, columns = result["grid"], result["question_tokens"], result["answer_tokens"]
     bad = [k for k in neurons if isinstance(k, bool) or not isinstance(k, (int, np.integer))
@@ -204,7 +204,7 @@ def plot_explanation(run, texts, out, neurons=None, data_dir=None, **options) ->
     the PNG `out` and returns the lines to print.
 
     Args:
-        run: a `keras_match.runs.Run` of an `lc_lstm*` / `tc_lstm*` entry.
+        run: a `keras_match.artifacts.runs.Run` of an `lc_lstm*` / `tc_lstm*` entry.
         texts: `{"question": [one text], "answer": [one text]}`.
         out: the PNG to write.
         neurons: channel numbers (ints or digit strings), `["interpretable"]` (the four of the highest

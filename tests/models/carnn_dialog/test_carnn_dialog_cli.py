@@ -7,7 +7,7 @@ import numpy as np
 
 from keras_match import cli, train
 from keras_match.datasets import load
-from keras_match.runs import load_run
+from keras_match.artifacts.runs import load_run
 
 HISTORY = ["good morning", "hello what can i help you with today", "can you book a table"]
 

@@ -6,7 +6,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_match import export, pipeline, runs, tasks
+from keras_match import tasks
+from keras_match.artifacts import runs
+from keras_match.inputs import pipeline
+from keras_match.serving import export
 from keras_match.models.carnn_dialog import build_carnn_dialog
 from keras_match.preprocessors.dialog import DialogPreprocessor
 

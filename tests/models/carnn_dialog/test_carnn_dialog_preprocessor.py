@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_match import pipeline, preprocessors, tasks, text
+from keras_match import preprocessors, tasks, text
+from keras_match.inputs import pipeline
 from keras_match.preprocessors import Preprocessor
 from keras_match.preprocessors.dialog import CANDIDATES_FILE
 from keras_match.preprocessors.dialog import DialogPreprocessor

@@ -6,7 +6,8 @@ import keras
 import numpy as np
 import pytest
 
-from keras_match import cli, runs, zoo
+from keras_match import cli, zoo
+from keras_match.artifacts import runs
 from keras_match.models.compare_aggregate import explain  # the module
 from keras_match.models.compare_aggregate import build_compare_aggregate
 from keras_match.preprocessors.pair import PairPreprocessor

@@ -7,7 +7,8 @@ import keras
 import numpy as np
 import pytest
 
-from keras_match import cli, runs, zoo
+from keras_match import cli, zoo
+from keras_match.artifacts import runs
 from keras_match.models.compare_aggregate import build_compare_aggregate
 from keras_match.models.compare_aggregate import explain as compare_aggregate_explain
 from keras_match.models.coupled_lstm import build_coupled_lstm

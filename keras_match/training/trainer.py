@@ -1,9 +1,9 @@
 """Training zoo models on benchmarks: `train(name, data)`.
 
 `train` reads as its steps: check the settings, load the dataset and its task and the vectors
-(`keras_match.recipe.Recipe.prepare`), prepare the run directory (or resume it), make the preprocessor from the
+(`keras_match.training.recipe.Recipe.prepare`), prepare the run directory (or resume it), make the preprocessor from the
 training texts, build and compile the model, encode the splits, fit with dev early stopping, evaluate, write the
-run (`keras_match.runs` describes the directory).
+run (`keras_match.artifacts.runs` describes the directory).
 
 Loss modes (`--set loss=...`; the run's `metrics.json` records the mode as `loss_mode`):
 
@@ -12,11 +12,11 @@ Loss modes (`--set loss=...`; the run's `metrics.json` records the mode as `loss
 - `pairwise_hinge`: `(positive, negative)` candidates of one question, hinge on the ranking scores;
 - `listwise_softmax`: all candidates of a question (or `--set list_size=N` sampled ones), softmax over the list.
 
-Every mode's batches are length-bucketed (examples of similar length share a batch, `keras_match.batching`)
+Every mode's batches are length-bucketed (examples of similar length share a batch, `keras_match.inputs.batching`)
 unless `--set bucketing=false`; the run's `config.json` records it among its training settings.
 
 An interrupted run (Ctrl-C, a killed process) resumes from its last completed epoch when `train` is called
-again with the same `run_dir`: `keras_match.callbacks.DevEvaluationCallback` checkpoints the weights, the optimizer,
+again with the same `run_dir`: `keras_match.training.callbacks.DevEvaluationCallback` checkpoints the weights, the optimizer,
 the random-seed state, the best-so-far weights and the patience counter as one commit after each epoch, and the
 input pipeline continues its epoch sequence, so the resumed run ends as the uninterrupted one would.
 """
@@ -32,10 +32,12 @@ import time
 
 import keras
 
-from keras_match import distribution, finetune, precision, preprocessors, provenance, runs
-from keras_match.callbacks import DevEvaluationCallback
+from keras_match import precision, preprocessors
+from keras_match.artifacts import provenance, runs
+from keras_match.training import distribution, finetune
+from keras_match.training.callbacks import DevEvaluationCallback
 from keras_match.datasets.download import sha256_of
-from keras_match.recipe import Recipe
+from keras_match.training.recipe import Recipe
 
 __all__ = ["train", "load_run", "Run", "data_files"]
 
@@ -67,7 +69,7 @@ def data_files(dataset):
 
 def _make_preprocessor(files, resuming, recipe, init=None):
     """The run's preprocessor: the interrupted run's when resuming, else made from the training texts (with
-    `init`, a `keras_match.finetune.InitPreset`: the preset's, its vocabulary extended by those texts' words)."""
+    `init`, a `keras_match.training.finetune.InitPreset`: the preset's, its vocabulary extended by those texts' words)."""
     if resuming and files.preprocessor.exists():
         runs.check_digests(files.root)  # the files the interrupted run wrote, as it wrote them
         return preprocessors.Preprocessor.load(files.root)
@@ -146,7 +148,7 @@ def train(
             dataset (SICK, MSRP) gives the model a classification head with one unit per label.
         data_dir: the benchmark data folder (default: `$KERAS_MATCH_DATA`, then the user cache).
         train_split: TrecQA's training set, `"train-all"` (default) or `"train"`.
-        embeddings_path: pretrained vectors (`keras_match.vectors.load_vectors`: a GloVe text file, a vector
+        embeddings_path: pretrained vectors (`keras_match.text.vectors.load_vectors`: a GloVe text file, a vector
             folder, or `"glove-6b-50d"`); `"default"`: `default_embeddings_path(data_dir)`; `None` trains with
             randomly initialised (and then trainable) embeddings. With frozen vectors the vocabulary is the
             training words followed by the file's words (`max_vocabulary=N` keeps the file's first N).
@@ -157,7 +159,7 @@ def train(
         seed: random seed for weights, dropout and batches.
         verbose: Keras `fit` verbosity (`"auto"`: a progress bar on a terminal, a line per epoch otherwise).
         init_preset: fine-tune a trained preset (`"mcan_fm/trecqa-clean"` or a preset folder) of entry `name`
-            instead of starting from random weights (`keras_match.finetune`): its model and preprocessing
+            instead of starting from random weights (`keras_match.training.finetune`): its model and preprocessing
             settings, its vocabulary extended by the training split's words, its weights; its vectors (found by
             their sha256 when `embeddings_path` is `"default"`). Training settings default to the preset's.
         **overrides: model or training settings of the preset by name (`lstm_units=100`,
@@ -169,7 +171,7 @@ def train(
         split), `task`, `loss_mode`, `precision` (what the model computed in: the `precision` setting, `auto`
         resolved), `best_epoch`, `epochs_run`, `wall_time_s`, `train_pairs_per_s`,
         `epoch_seconds` (each epoch's training and dev evaluation, kept across resumes: None for an epoch of a
-        checkpoint older than the timing), `run_dir`, `embeddings` coverage and `provenance` (`keras_match.provenance`: the command, code version,
+        checkpoint older than the timing), `run_dir`, `embeddings` coverage and `provenance` (`keras_match.artifacts.provenance`: the command, code version,
         package versions, machine, start / end time, seed, settings, data files and vectors with their sha256);
         the same is written to `RUN_DIR/metrics.json`.
 
@@ -178,7 +180,7 @@ def train(
         ValueError: unknown entry, setting or dataset; a dataset without train or dev; `run_dir` holds an
             unfinished run with other settings; with `init_preset`: another entry than the preset's, a model or
             preprocessing setting that differs from the preset's, a dataset of another task or labels.
-        keras_match.presets.PresetError: `init_preset` is damaged, or its vectors are not found.
+        keras_match.artifacts.presets.PresetError: `init_preset` is damaged, or its vectors are not found.
         KeyboardInterrupt: re-raised after saying how to resume.
     """
     start = time.time()
@@ -195,7 +197,7 @@ def train(
         overrides = finetune.merged_overrides(init, name, overrides)
         embeddings_path = finetune.vectors_source(init, embeddings_path)
     elif embeddings_path == "default":
-        from keras_match.recipe import default_vectors_path
+        from keras_match.training.recipe import default_vectors_path
 
         embeddings_path = default_vectors_path(data_dir)
     recipe = Recipe.prepare(name, data, data_dir=data_dir, train_split=train_split, embeddings=embeddings_path,

@@ -9,7 +9,7 @@ steps, each done here:
    learning rate or fewer epochs.
 2. **Task and vectors** (`check_task`, `vectors_source`): the dataset must be of the preset's task (a ranker
    fine-tunes on ranking data, a classifier on data with the same label names in the same order); the pretrained
-   vectors are the ones the preset was trained with, found by their sha256 as `keras_match.presets.load_preset`
+   vectors are the ones the preset was trained with, found by their sha256 as `keras_match.artifacts.presets.load_preset`
    finds them (others are refused).
 3. **Vocabulary** (`Preprocessor.extend_vocabulary`): the preset's vocabulary keeps every word at its id; the
    words of the new training split (and, with frozen vectors, of the vector file) that it lacks are appended. The
@@ -41,7 +41,7 @@ class InitPreset:
     Attributes:
         name: what the user gave (`"mcan_fm/trecqa-clean"` or a preset folder).
         root: the preset folder.
-        run: the loaded preset (`keras_match.runs.Run`: model, preprocessor, config).
+        run: the loaded preset (`keras_match.artifacts.runs.Run`: model, preprocessor, config).
         metadata: its `metadata.json`.
     """
 
@@ -65,9 +65,9 @@ def load_init_preset(name, vectors=None) -> InitPreset:
 
     Raises:
         FileNotFoundError: no such preset.
-        keras_match.presets.PresetError: a damaged or mismatched preset, or its vectors are not found.
+        keras_match.artifacts.presets.PresetError: a damaged or mismatched preset, or its vectors are not found.
     """
-    from keras_match import presets, runs
+    from keras_match.artifacts import presets, runs
 
     root = presets.preset_dir(name)
     run = presets.load_preset(root, vectors=vectors)
@@ -114,9 +114,9 @@ def vectors_source(init: InitPreset, given="default"):
     to look first, unless `"default"`); None for a preset trained without vectors.
 
     Raises:
-        keras_match.presets.PresetError: the preset's vectors are not found, or `given` holds other vectors.
+        keras_match.artifacts.presets.PresetError: the preset's vectors are not found, or `given` holds other vectors.
     """
-    from keras_match import presets
+    from keras_match.artifacts import preset_loader, presets
 
     embedding = init.metadata.get("embedding") or {}
     if not embedding.get("vectors_sha256"):
@@ -128,7 +128,7 @@ def vectors_source(init: InitPreset, given="default"):
         raise presets.PresetError(f"--init-preset {init.name}: the preset was trained with the vectors "
                                   f"{embedding.get('vectors')} ({init.root / presets.METADATA_FILE}); its new words "
                                   "need them: leave --embeddings at its default, or give that file")
-    return presets._vectors_for(init.root, embedding, None if given == "default" else given)
+    return preset_loader._vectors_for(init.root, embedding, None if given == "default" else given)
 
 
 def _path(weight) -> str:

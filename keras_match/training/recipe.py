@@ -1,6 +1,6 @@
 """The recipe: from a zoo entry and a dataset to everything training needs, written once.
 
-`keras_match.train`, the tuner's hypermodel (`keras_match.tuning.MatchHyperModel`) and the benchmarks all prepare
+`keras_match.train`, the tuner's hypermodel (`keras_match.training.tuning.MatchHyperModel`) and the benchmarks all prepare
 a run the same way:
 
 ```python
@@ -25,15 +25,16 @@ import os
 
 import keras
 
-from keras_match import heads, losses, pipeline, tasks, text, zoo
-from keras_match import vectors as vectors_lib
+from keras_match import heads, losses, tasks, text, zoo
+from keras_match.inputs import pipeline
+from keras_match.text import vectors as vectors_lib
 from keras_match.settings import SEED_MAX, Settings
 
 __all__ = ["Recipe", "load_training_data", "settings_for_task", "default_vectors_path"]
 
 
 def default_vectors_path(data_dir=None):
-    """The vectors a run uses when none are given (`keras_match.vectors.default_vectors`): `$KERAS_MATCH_EMBEDDINGS`,
+    """The vectors a run uses when none are given (`keras_match.text.vectors.default_vectors`): `$KERAS_MATCH_EMBEDDINGS`,
     then the full GloVe 6B 50d of the `glove` extra (`"glove-6b-50d"`), then the data folder's filtered GloVe file."""
     return vectors_lib.default_vectors(data_dir)
 
@@ -107,7 +108,7 @@ class Recipe:
         settings: the entry's `Settings`, with the task's head.
         overrides: the settings given by name (what `with_settings` starts from).
         dataset, task: the loaded dataset and its task (`keras_match.tasks`).
-        vectors: the pretrained `keras_match.vectors.WordVectors`, or None (trained random embeddings).
+        vectors: the pretrained `keras_match.text.vectors.WordVectors`, or None (trained random embeddings).
         train_split: the training split (`max_train_questions` applied); `train_examples`, `dev_examples`: the
             task's examples of the training and dev splits.
         seed: the seed of weights, dropout, batches and the vectors of words the vector file lacks.
@@ -139,7 +140,7 @@ class Recipe:
             data: a dataset name, a path to the user's files, or a loaded dataset (`keras_match.train`).
             data_dir: the benchmark data folder.
             train_split: TrecQA's training set, `"train-all"` or `"train"`.
-            embeddings: the pretrained vectors (`keras_match.vectors.load_vectors`), `"default"`
+            embeddings: the pretrained vectors (`keras_match.text.vectors.load_vectors`), `"default"`
                 (`default_vectors_path`) or None (trained random embeddings).
             seed: an integer from 0 to 2**32 - 1.
             max_train_questions: train on the first N training questions (pairs, for classification) only.

@@ -13,7 +13,7 @@ RUN_DIR/
                        whenever the run is loaded or resumed, so a damaged or cut file is named, never used
   logs/                TensorBoard logs
   checkpoints/         an interrupted run's last complete epoch: state.json naming its weight files
-                       (keras_match.callbacks; removed when the run completes)
+                       (keras_match.training.callbacks; removed when the run completes)
   .lock                held (flock) by the process that writes the run; holds its process id meanwhile
 ```
 
@@ -39,10 +39,12 @@ import keras
 import numpy as np
 
 from keras_match.encoders import EMBEDDING_LAYER
-from keras_match import callbacks, heads, pipeline, preprocessors, storage, tasks
+from keras_match import heads, preprocessors, tasks
+from keras_match.artifacts import storage
+from keras_match.inputs import pipeline
 from keras_match import precision as precision_lib
 from keras_match.preprocessors.base import CONFIG_FILE as PREPROCESSOR_FILE
-from keras_match.storage import DamagedRunError, read_json  # noqa: F401  (part of this module's interface)
+from keras_match.artifacts.storage import DamagedRunError, read_json  # noqa: F401  (part of this module's interface)
 
 __all__ = ["RunFiles", "Run", "Ranking", "load_run", "write_json", "save_model", "read_json", "read_config",
            "check_resume", "locked", "record_digests", "check_digests", "DamagedRunError", "RunInUseError",
@@ -68,10 +70,10 @@ class RunFiles:
 
 
 def write_json(path, obj):
-    """Writes `obj` as JSON to a temporary name, then renames it into place (`keras_match.storage`).
+    """Writes `obj` as JSON to a temporary name, then renames it into place (`keras_match.artifacts.storage`).
 
     Raises:
-        keras_match.storage.WriteError: the write failed (the message names the path and why).
+        keras_match.artifacts.storage.WriteError: the write failed (the message names the path and why).
     """
     storage.write_text(path, json.dumps(obj, indent=2, default=_json_default) + "\n")
 
@@ -80,7 +82,7 @@ def save_model(model, path):
     """Saves `model` as a `.keras` file under a temporary name, then renames it into place.
 
     Raises:
-        keras_match.storage.WriteError: the write failed (the message names the path and why).
+        keras_match.artifacts.storage.WriteError: the write failed (the message names the path and why).
     """
     storage.atomic_write(path, model.save)
 
@@ -139,7 +141,7 @@ def check_digests(root) -> None:
 
     Raises:
         DamagedRunError: a listed file differs (cut short, edited); the message names it.
-        keras_match.storage.MissingRunFileError: a listed file is missing (a `DamagedRunError` and a
+        keras_match.artifacts.storage.MissingRunFileError: a listed file is missing (a `DamagedRunError` and a
             `FileNotFoundError`).
     """
     from keras_match.datasets.download import sha256_of
@@ -248,7 +250,7 @@ class RunInUseError(ValueError):
 
 def finished_epochs(files: RunFiles) -> int:
     """How many epochs an interrupted run finished (its checkpoint's; 0 without one)."""
-    return int(callbacks.read_state(files.checkpoints).get("epoch", 0))
+    return int(storage.read_state(files.checkpoints).get("epoch", 0))
 
 
 def check_resume(files: RunFiles, config: dict) -> bool:
@@ -319,12 +321,12 @@ class Ranking(typing.NamedTuple):
 class Run:
     """A trained model with its preprocessor and settings: scores raw text.
 
-    What `load_run(RUN_DIR)`, `keras_match.presets.load_preset(PRESET)` and `keras_match.zoo.load(entry,
+    What `load_run(RUN_DIR)`, `keras_match.artifacts.presets.load_preset(PRESET)` and `keras_match.zoo.load(entry,
     weights=dataset)` return. Texts are given as a dict under the preprocessor's text inputs (`{"question": [...],
     "answer": [...]}` for pairs), or positionally in the preprocessor's order (`run.score(questions, answers)`).
     A ranker: `score(questions, answers)` -> scores, `rank(question, answers)` -> `Ranking(scores, order)`; a
     classifier: `classify(...)` -> probabilities and label names, `probabilities(...)` -> `{label: p}` per pair;
-    either: `evaluate(split)`, and `keras_match.export.saved_model(run, BASE)`.
+    either: `evaluate(split)`, and `keras_match.serving.export.saved_model(run, BASE)`.
 
     Attributes:
         model: the matching model (one head, see `keras_match.heads`).

@@ -54,7 +54,8 @@ def command_line(argv=None) -> str:
     if argv is None and _COMMAND[0] is not None:
         return _COMMAND[0]
     argv = list(sys.argv if argv is None else argv)
-    if argv and Path(argv[0]).name in ("keras-match", "cli.py"):
+    if argv and (Path(argv[0]).name in ("keras-match", "cli.py")
+                 or Path(argv[0]).parts[-2:] == ("cli", "__main__.py")):
         return shlex.join(["keras-match", *argv[1:]])
     if argv and argv[0] == "-m":
         return shlex.join(["python", *argv])

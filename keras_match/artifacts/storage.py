@@ -17,7 +17,7 @@ import os
 import pathlib
 
 __all__ = ["WriteError", "DamagedRunError", "MissingRunFileError", "atomic_write", "staged_path", "write_text",
-           "read_json", "describe_os_error", "remedy", "writing", "check_writable_folder"]
+           "read_json", "describe_os_error", "remedy", "writing", "check_writable_folder", "STATE_FILE", "read_state"]
 
 
 class WriteError(OSError):
@@ -168,3 +168,20 @@ def atomic_write(path, write) -> pathlib.Path:
 def write_text(path, text: str) -> pathlib.Path:
     """Writes `text` (UTF-8, `\\n` line endings) to `path` through `atomic_write`."""
     return atomic_write(path, lambda staged: pathlib.Path(staged).write_text(text, encoding="utf-8", newline="\n"))
+
+
+STATE_FILE = "state.json"
+"""The checkpoint's commit record in `state_dir`: written last, by an atomic rename, so it only ever names
+complete weight files."""
+
+_RESTART = "delete the run folder's checkpoints/ to restart the run"
+
+
+def read_state(state_dir) -> dict:
+    """The checkpoint record (`state.json`) in `state_dir`, or `{}` without one.
+
+    Raises:
+        DamagedRunError: it is damaged (the message names it and says what to do).
+    """
+    path = pathlib.Path(state_dir) / STATE_FILE
+    return read_json(path, _RESTART) if path.exists() else {}

@@ -5,14 +5,14 @@
 2. `encode` maps the run's preprocessor (`keras_match.preprocessors`) over them in a `tf.data` pipeline once: its
    model inputs (token ids padded to the truncation lengths, and the optional pair features), as numpy arrays.
 3. `training_dataset` (each pass an epoch) and `training_epochs` (all epochs in one pass, as training uses
-   them) draw each epoch's batch plan (`keras_match.batching`, chosen by the loss's mode) from a
+   them) draw each epoch's batch plan (`keras_match.inputs.batching`, chosen by the loss's mode) from a
    seed and the epoch number and gathers the batches: `[batch, length]` ids for pointwise, `[batch, 2, length]`
    for pairwise (positive first), `[questions, list, length]` for listwise with label -1 on padded items. Every
    batch is cut to its longest text.
 4. `predict` runs a model over encoded inputs sorted by length, in batches cut to their longest text, and
    returns its outputs in the caller's order.
 
-With bucketing (training's default), each epoch's batches hold examples of similar length (`keras_match.batching`).
+With bucketing (training's default), each epoch's batches hold examples of similar length (`keras_match.inputs.batching`).
 The functions that sort or trim by length take `sequence_inputs`, the preprocessor's token-id inputs in bucketing
 order (`Preprocessor.SEQUENCE_INPUTS`); nothing here names a text.
 """
@@ -26,7 +26,8 @@ import weakref
 import numpy as np
 import tensorflow as tf
 
-from keras_match import batching, text
+from keras_match import text
+from keras_match.inputs import batching
 from keras_match.preprocessors.base import trim_padding
 
 __all__ = ["Examples", "encode", "lengths_of", "training_dataset", "training_epochs", "TrainingEpochs", "predict", "ENCODE_BATCH", "PREDICT_BATCH"]
@@ -175,7 +176,7 @@ def training_dataset(inputs, examples: Examples, mode, batch_size, seed, sequenc
         sequence_inputs: the token-id inputs in bucketing order (`Preprocessor.SEQUENCE_INPUTS`).
         list_size: listwise only: candidates sampled per question (None: all).
         first_epoch: the epoch number of the first pass over the dataset.
-        bucketing: batch examples of similar length together (`keras_match.batching`); training turns it on
+        bucketing: batch examples of similar length together (`keras_match.inputs.batching`); training turns it on
             unless the preset says `"bucketing": false`.
 
     Returns:

