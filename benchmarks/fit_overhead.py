@@ -37,15 +37,12 @@ def main(argv=None):
     started = time.time()
     # the entry prepared as `keras-match train` prepares it (the vocabulary: the training words only)
     recipe = Recipe.prepare(args.name, "trecqa-clean", seed=args.seed, max_vocabulary=0)
-    preprocessor = recipe.preprocessor()
-    model, _ = recipe.model(preprocessor)
-    fit_model = recipe.compile(model)
-    inputs = recipe.encode(preprocessor, recipe.train_examples)
+    fitting = recipe.fitting(recipe.preprocessor())  # the model, compiled, and the encoded splits
+    fit_model = fitting.fit_model
     bucketed = recipe.with_settings(bucketing=True)
-    per_epoch = recipe.batches(preprocessor, inputs, recipe.train_examples, epochs=1,
-                               settings=bucketed).steps_per_epoch
+    per_epoch = fitting.batches(epochs=1, settings=bucketed).steps_per_epoch
     epochs = max(1, math.ceil((args.steps + args.warmup) / per_epoch))
-    data = recipe.batches(preprocessor, inputs, recipe.train_examples, epochs=epochs, settings=bucketed).dataset
+    data = fitting.batches(epochs=epochs, settings=bucketed).dataset
     n, w = args.steps, args.warmup
     batches = list(data.take(n + w))
     for x, y in batches[:w]:

@@ -98,18 +98,16 @@ def measure(name, dataset_name, data_dir, rounds, steps, warmup, requests, seed)
     examples = recipe.train_examples
     preprocessor = recipe.preprocessor()
     embeddings, _ = recipe.embeddings(preprocessor)
-    models, fit_models = {}, {}
-    for kind in PRECISIONS:
-        settings = recipe.with_settings(precision=kind)
-        models[kind], _ = recipe.model(preprocessor, embeddings=embeddings, settings=settings)
-        fit_models[kind] = recipe.compile(models[kind], settings=settings)
+    fittings = {kind: recipe.fitting(preprocessor, settings=recipe.with_settings(precision=kind), embeddings=embeddings)
+                for kind in PRECISIONS}
+    models = {kind: fitting.model for kind, fitting in fittings.items()}
+    fit_models = {kind: fitting.fit_model for kind, fitting in fittings.items()}
     models["mixed_bfloat16"].set_weights(models["float32"].get_weights())
     assert precision.of_model(models["mixed_bfloat16"]) == "mixed_bfloat16"
 
-    inputs = recipe.encode(preprocessor, examples)
-    per_epoch = recipe.batches(preprocessor, inputs, examples, epochs=1).steps_per_epoch
+    per_epoch = fittings["float32"].batches(epochs=1).steps_per_epoch
     needed = warmup + rounds * steps
-    data = recipe.batches(preprocessor, inputs, examples, epochs=max(1, math.ceil(needed / per_epoch))).dataset
+    data = fittings["float32"].batches(epochs=max(1, math.ceil(needed / per_epoch))).dataset
     batches = [batch for batch, _ in zip(data, range(needed))]
 
     seconds = {kind: [] for kind in PRECISIONS}

@@ -68,16 +68,15 @@ def measure(name, data_dir, rounds, steps, warmup, seed, loss=None, dataset_name
     dataset, task, mode, settings = recipe.dataset, recipe.task, recipe.mode, recipe.settings.training
     examples = recipe.train_examples
     preprocessor = recipe.preprocessor()
-    model, _ = recipe.model(preprocessor)
-    fit_model = recipe.compile(model)
-    inputs = recipe.encode(preprocessor, examples)
+    fitting = recipe.fitting(preprocessor)  # the model, compiled, and the encoded splits, as training makes them
+    model, fit_model = fitting.model, fitting.fit_model
 
     def batches(bucketing):
         kind = recipe.with_settings(bucketing=bucketing)
         # enough epochs of the loss mode's batches for the warm-up and the timed steps (repeated if need be)
-        per_epoch = recipe.batches(preprocessor, inputs, examples, epochs=1, settings=kind).steps_per_epoch
+        per_epoch = fitting.batches(epochs=1, settings=kind).steps_per_epoch
         epochs = max(1, math.ceil((warmup + rounds * steps) / per_epoch))
-        data = recipe.batches(preprocessor, inputs, examples, epochs=epochs, settings=kind).dataset
+        data = fitting.batches(epochs=epochs, settings=kind).dataset
         while True:
             yield from data
 

@@ -146,14 +146,12 @@ def run_model_test(name, data_dir, tmp_path, seed=7, exports=True):
     task, monitor = recipe.task, recipe.task.monitor
     preprocessor = recipe.preprocessor()
     keras.utils.set_random_seed(seed)
-    model, _ = recipe.model(preprocessor)
-    fit_model = recipe.compile(model)
-    dev_inputs = recipe.encode(preprocessor, recipe.dev_examples)
-    evaluate = recipe.evaluator(model, preprocessor, recipe.dev_examples, dev_inputs)
-    untrained = evaluate()[monitor]
-    batches = recipe.batches(preprocessor, recipe.encode(preprocessor, recipe.train_examples), recipe.train_examples)
-    fit_model.fit(batches.dataset, steps_per_epoch=batches.steps_per_epoch, epochs=1, verbose=0, shuffle=False)
-    trained = evaluate()[monitor]
+    fitting = recipe.fitting(preprocessor)  # the model, compiled, and the encoded splits, as training makes them
+    model = fitting.model
+    untrained = fitting.evaluate()[monitor]
+    batches = fitting.batches()  # one epoch, without the dev callback (its checkpoints are tested elsewhere)
+    fitting.fit_model.fit(batches.dataset, steps_per_epoch=batches.steps_per_epoch, epochs=1, verbose=0, shuffle=False)
+    trained = fitting.evaluate()[monitor]
     if kind in ("ranking", "response_selection"):
         assert trained > untrained, f"{name}: dev {monitor} {trained:.4f} after one epoch, {untrained:.4f} untrained"
     else:

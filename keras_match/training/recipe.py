@@ -1,21 +1,22 @@
-"""The recipe: from a zoo entry and a dataset to everything training needs, written once.
+"""The recipe: from a zoo entry and a dataset to a model being trained, written once.
 
-`keras_match.train`, the tuner's hypermodel (`keras_match.training.tuning.MatchHyperModel`) and the benchmarks all prepare
-a run the same way:
+`keras_match.train`, fine-tuning (`train(..., init_preset=...)`), the tuner's hypermodel
+(`keras_match.training.tuning.MatchHyperModel`) and the benchmarks all go the same way, through two objects:
 
 ```python
 recipe = Recipe.prepare("mcan_fm", "trecqa-clean", seed=1234, lstm_units=100)  # settings checked, data read
-preprocessor = recipe.preprocessor()                   # the vocabulary of the training texts (+ the vectors')
-model, coverage = recipe.model(preprocessor)           # the zoo model with the pretrained vectors
-fit_model = recipe.compile(model)                      # the model itself, or a ListScorer for ranking losses
-train_inputs = recipe.encode(preprocessor, recipe.train_examples)
-batches = recipe.batches(preprocessor, train_inputs, recipe.train_examples)   # the loss mode's batches
-evaluate = recipe.evaluator(model, preprocessor, recipe.dev_examples)          # the task's dev figures
+preprocessor = recipe.preprocessor()           # the vocabulary of the training texts (+ the vectors')
+fitting = recipe.fitting(preprocessor)         # model, compiled fit model, encoded train / dev splits
+dev = fitting.dev_callback()                   # dev figures each epoch, early stopping (checkpoints: state_dir)
+fitting.fit(dev)                               # the loss mode's batches through Keras fit
+fitting.evaluate(recipe.task.examples(recipe.dataset["test"]))  # the task's figures
 ```
 
-Settings are checked before any data is read (`zoo.resolve`); the task of the dataset then sets the head
-(`Task.model_settings`) and refuses a loss mode it cannot train with. `Recipe.with_settings(**values)` gives the
-settings of a variant (a search trial) under the same rules.
+`Recipe` owns what does not depend on a model: the settings (checked once, before any data is read, by
+`zoo.resolve`; the dataset's task then sets the head, `Task.model_settings`, and refuses a loss mode it cannot
+train with), the dataset and task, the vectors, the examples. `Recipe.with_settings(**values)` gives a
+variant's settings (a search trial) under the same rules. `Fitting` owns one model: it is the one place where
+training makes the model, compiles it, encodes the splits, makes the batches and calls Keras `fit`.
 """
 
 from __future__ import annotations
@@ -29,8 +30,10 @@ from keras_match import heads, losses, tasks, text, zoo
 from keras_match.inputs import pipeline
 from keras_match.text import vectors as vectors_lib
 from keras_match.settings import SEED_MAX, Settings
+from keras_match.training import distribution
+from keras_match.training.callbacks import DevEvaluationCallback
 
-__all__ = ["Recipe", "load_training_data", "settings_for_task", "default_vectors_path"]
+__all__ = ["Recipe", "Fitting", "load_training_data", "settings_for_task", "default_vectors_path"]
 
 
 def default_vectors_path(data_dir=None):
@@ -123,6 +126,7 @@ class Recipe:
     train_examples: pipeline.Examples
     dev_examples: pipeline.Examples
     seed: int
+    _encoded: tuple = dataclasses.field(default=(), init=False, repr=False, compare=False)
 
     @property
     def mode(self) -> str:
@@ -267,3 +271,104 @@ class Recipe:
             return []
         rate, decay = float(training.learning_rate), training.lr_decay
         return [keras.callbacks.LearningRateScheduler(lambda epoch, _: rate * decay ** epoch)]
+
+    # ---- one model ---------------------------------------------------------------------------------------------
+
+    def encoded(self, preprocessor):
+        """`(train_inputs, dev_inputs)`: the training and dev splits encoded by `preprocessor`, once (kept for
+        the last preprocessor asked: a search encodes them once for all its trials)."""
+        if not self._encoded or self._encoded[0] is not preprocessor:
+            self._encoded = (preprocessor, self.encode(preprocessor, self.train_examples),
+                             self.encode(preprocessor, self.dev_examples))
+        return self._encoded[1], self._encoded[2]
+
+    def fitting(self, preprocessor, *, settings=None, embeddings=None, strategy=None, adapt=None) -> Fitting:
+        """A model of the entry for `preprocessor`, compiled and ready to `fit` (see `Fitting`).
+
+        Args:
+            preprocessor: the run's preprocessor (`preprocessor()`, or a resumed / fine-tuned run's).
+            settings: a variant's settings (`with_settings`); default the recipe's.
+            embeddings: an embedding matrix (`embeddings()`); default the recipe's vectors made into one.
+            strategy: a `tf.distribute` strategy whose scope the model is made in (data-parallel training).
+            adapt: called with the model before it is compiled (fine-tuning moves a preset's weights in); what
+                it returns is `Fitting.adapted`.
+        """
+        settings = settings or self.settings
+        with distribution.scope(strategy):
+            model, coverage = self.model(preprocessor, embeddings, settings)
+            adapted = adapt(model) if adapt is not None else None
+            fit_model = self.compile(model, settings)
+        train_inputs, dev_inputs = self.encoded(preprocessor)
+        return Fitting(self, settings, preprocessor, model, fit_model, coverage, train_inputs, dev_inputs, adapted)
+
+    def fitting_of(self, fit_model, preprocessor, settings=None) -> Fitting:
+        """The `Fitting` of a model `fitting(...)` made and compiled before (Keras Tuner builds a trial's model,
+        then hands it to the hypermodel's `fit`)."""
+        model = fit_model.scorer if isinstance(fit_model, heads.ListScorer) else fit_model
+        train_inputs, dev_inputs = self.encoded(preprocessor)
+        return Fitting(self, settings or self.settings, preprocessor, model, fit_model, None, train_inputs,
+                       dev_inputs)
+
+
+@dataclasses.dataclass
+class Fitting:
+    """One model of a `Recipe`, compiled, with the encoded training and dev splits: the one place where training
+    makes batches and calls Keras `fit` (`keras-match train`, fine-tuning, a search trial, the benchmarks).
+
+    Attributes:
+        recipe: the `Recipe` (task, examples, seed).
+        settings: the model's settings (a search trial's variant, or the recipe's).
+        preprocessor: the preprocessor whose ids the model reads.
+        model: the matching model (what is saved and scored).
+        fit_model: what `fit` trains: `model`, or a `keras_match.heads.ListScorer` around it (pairwise,
+            listwise losses).
+        coverage: the vectors' coverage report (`text.load_embeddings`), or None.
+        train_inputs, dev_inputs: the encoded training and dev splits.
+        adapted: what `Recipe.fitting(adapt=...)` returned, or None.
+    """
+
+    recipe: Recipe
+    settings: Settings
+    preprocessor: object
+    model: object
+    fit_model: object
+    coverage: object
+    train_inputs: dict
+    dev_inputs: dict
+    adapted: object = None
+
+    def batches(self, first_epoch=0, epochs=None, settings=None):
+        """The training batches of epochs `first_epoch` .. `epochs - 1` (default the settings') in the loss
+        mode's shape (`Recipe.batches`); `settings` a variant's (`bucketing`) of the same loss mode."""
+        return self.recipe.batches(self.preprocessor, self.train_inputs, self.recipe.train_examples,
+                                   first_epoch=first_epoch, epochs=epochs, settings=settings or self.settings)
+
+    def evaluate(self, examples=None, inputs=None) -> dict:
+        """The task's figures of the model on `examples` (default the dev split, encoded once)."""
+        if examples is None:
+            examples, inputs = self.recipe.dev_examples, self.dev_inputs
+        return self.recipe.evaluator(self.model, self.preprocessor, examples, inputs)()
+
+    def dev_callback(self, state_dir=None) -> DevEvaluationCallback:
+        """The callback that scores the dev split after every epoch, keeps the best weights, stops early after
+        the settings' `patience` and, with `state_dir`, checkpoints the run so a killed one resumes
+        (`keras_match.training.callbacks.DevEvaluationCallback`)."""
+        task = self.recipe.task
+        return DevEvaluationCallback(self.evaluate, task.monitor, task.figures, self.model, state_dir,
+                                     patience=self.settings.training.patience)
+
+    def fit(self, dev, *, first_epoch=0, epochs=None, callbacks=(), verbose="auto", strategy=None):
+        """Trains the fit model from epoch `first_epoch` to `epochs` (default the settings') on the loss mode's
+        batches, with `dev` (`dev_callback()`), the learning-rate schedule and `callbacks`.
+
+        Returns:
+            The Keras `History`.
+        """
+        epochs = int(epochs or self.settings.training.epochs)
+        batches = self.batches(first_epoch=first_epoch, epochs=epochs)
+        distribution.prepare_fit(self.fit_model, batches.dataset, strategy)
+        # the batches are reshuffled by the pipeline (seeded); fit's own shuffle does not apply to datasets
+        return self.fit_model.fit(distribution.shard_by_data(batches.dataset, strategy),
+                                  steps_per_epoch=batches.steps_per_epoch, epochs=epochs, initial_epoch=first_epoch,
+                                  callbacks=[dev, *self.recipe.schedule_callbacks(self.settings), *callbacks],
+                                  verbose=verbose, shuffle=False)

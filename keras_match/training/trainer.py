@@ -35,7 +35,6 @@ import keras
 from keras_match import precision, preprocessors
 from keras_match.artifacts import provenance, runs
 from keras_match.training import distribution, finetune
-from keras_match.training.callbacks import DevEvaluationCallback
 from keras_match.datasets.download import sha256_of
 from keras_match.training.recipe import Recipe
 
@@ -217,32 +216,26 @@ def train(
         resuming = runs.check_resume(files, config)
         keras.utils.set_random_seed(seed)
 
-        # 3. the preprocessor, the model
+        # 3. the preprocessor, the model, the encoded splits
         preprocessor = _make_preprocessor(files, resuming, recipe, init)
         runs.write_json(files.config, config)
         runs.record_digests(files.root)
-        with distribution.scope(strategy):
-            model, coverage = recipe.model(preprocessor)
-            if init is not None:  # a resumed run's checkpoint then replaces these weights
-                transferred = finetune.transfer_weights(init.run.model, model)
-                init = dataclasses.replace(init, run=None)  # the preset's model is no longer needed
-            fit_model = recipe.compile(model)
+        # with init, the preset's weights move into the model (a resumed run's checkpoint then replaces them)
+        adapt = None if init is None else (lambda model: finetune.transfer_weights(init.run.model, model))
+        fitting = recipe.fitting(preprocessor, strategy=strategy, adapt=adapt)
+        model, coverage = fitting.model, fitting.coverage
+        if init is not None:
+            init = dataclasses.replace(init, run=None)  # the preset's model is no longer needed
 
-        # 4. the inputs
-        train_inputs = recipe.encode(preprocessor, recipe.train_examples)
-        dev_inputs = recipe.encode(preprocessor, recipe.dev_examples)
-
-        # 5. fit with dev early stopping; an interrupted run continues from its checkpoint's last epoch
-        dev = DevEvaluationCallback(recipe.evaluator(model, preprocessor, recipe.dev_examples, dev_inputs),
-                                    task.monitor, task.figures, model, files.checkpoints,
-                                    patience=settings.training.patience)
+        # 4. fit with dev early stopping; an interrupted run continues from its checkpoint's last epoch
+        dev = fitting.dev_callback(files.checkpoints)
         print(
             f"training {name} on {spec} ({task.kind}, {mode} batches"
             f"{', length-bucketed' if settings.training.bucketing else ''}) in "
             f"{precision.describe(recipe.overrides.get('precision', settings.training.precision))}: "
             f"{describe_split('train', recipe.train_split)}, {_describe_vocabulary(preprocessor, coverage)}"
             + (f" (resuming after epoch {dev.completed_epochs})" if resuming else "")
-            + (f"; fine-tuning {config['init_preset']['preset']} ({transferred['new_rows']:,} new embedding "
+            + (f"; fine-tuning {config['init_preset']['preset']} ({fitting.adapted['new_rows']:,} new embedding "
                "rows)" if "init_preset" in config else "")
             + (f"; data-parallel, {distribution.cluster_description()}" if strategy is not None else ""),
             flush=True,
@@ -251,17 +244,11 @@ def train(
             if split_name in dataset:
                 print(describe_split(split_name, dataset[split_name]), flush=True)
         fit_start, first_epoch = time.time(), dev.completed_epochs
-        epochs = settings.training.epochs
         try:
-            # the batches are reshuffled by the pipeline (seeded); fit's own shuffle does not apply to datasets
-            if not dev.stopped and dev.completed_epochs < epochs:  # else: killed before the report
-                batches = recipe.batches(preprocessor, train_inputs, recipe.train_examples,
-                                         first_epoch=dev.completed_epochs)
+            if not dev.stopped and dev.completed_epochs < settings.training.epochs:  # else: killed before the report
                 board = keras.callbacks.TensorBoard(str(files.logs), write_graph=False, profile_batch=0)
-                distribution.prepare_fit(fit_model, batches.dataset, strategy)
-                fit_model.fit(distribution.shard_by_data(batches.dataset, strategy),
-                              steps_per_epoch=batches.steps_per_epoch, epochs=epochs,
-                              callbacks=[dev, *recipe.schedule_callbacks(), board], verbose=verbose, shuffle=False)
+                fitting.fit(dev, first_epoch=dev.completed_epochs, callbacks=[board], verbose=verbose,
+                            strategy=strategy)
         except KeyboardInterrupt:
             print(
                 f"\ninterrupted: the last completed epoch is saved in {files.checkpoints}; run the same command "
@@ -272,7 +259,7 @@ def train(
         fit_seconds = time.time() - fit_start
         dev.restore_best()
 
-        # 6. evaluate and write the run
+        # 5. evaluate and write the run
         epochs_run = len(dev.state["history"])
         report = {
             "zoo": name,
@@ -293,9 +280,8 @@ def train(
             report["init_preset"] = config["init_preset"]
         for split_name in ("dev", "test"):
             if split_name in dataset:
-                examples = recipe.dev_examples if split_name == "dev" else task.examples(dataset[split_name])
-                inputs = dev_inputs if split_name == "dev" else None
-                report[split_name] = recipe.evaluator(model, preprocessor, examples, inputs)()
+                examples = None if split_name == "dev" else task.examples(dataset[split_name])  # dev: encoded once
+                report[split_name] = fitting.evaluate(examples)
                 report["summary"][split_name] = task.summary(report[split_name])
         report["wall_time_s"] = round(time.time() - start, 1)
         report["provenance"] = provenance.collect(

@@ -44,9 +44,8 @@ try:
 except ImportError as error:  # pragma: no cover - the `tune` extra installs it
     raise ImportError("keras_match.training.tuning needs keras-tuner: pip install 'keras-match[tune]'") from error
 
-from keras_match import heads, zoo
+from keras_match import zoo
 from keras_match.artifacts import storage
-from keras_match.training.callbacks import DevEvaluationCallback
 from keras_match.metrics import figure_name
 from keras_match.training.recipe import Recipe
 
@@ -207,10 +206,19 @@ class MatchHyperModel(kt.HyperModel):
                                      **overrides)
         self.task = self.recipe.task
         self.preprocessor = self.recipe.preprocessor()
-        self.train_inputs = self.recipe.encode(self.preprocessor, self.recipe.train_examples)
-        self.dev_inputs = self.recipe.encode(self.preprocessor, self.recipe.dev_examples)
+        self.recipe.encoded(self.preprocessor)  # the splits are encoded once, for every trial
         self.embeddings, _ = self.recipe.embeddings(self.preprocessor)
         self.dataset_name = data if isinstance(data, str) else self.recipe.dataset.name
+
+    @property
+    def train_inputs(self):
+        """The training split encoded by the search's preprocessor (once, for every trial)."""
+        return self.recipe.encoded(self.preprocessor)[0]
+
+    @property
+    def dev_inputs(self):
+        """The dev split encoded by the search's preprocessor (once, for every trial)."""
+        return self.recipe.encoded(self.preprocessor)[1]
 
     @property
     def objective(self):
@@ -229,8 +237,7 @@ class MatchHyperModel(kt.HyperModel):
         """The entry's model with the trial's settings, compiled for the loss's batching mode."""
         settings = self.trial_settings(hp)
         keras.utils.set_random_seed(self.seed)
-        model, _ = self.recipe.model(self.preprocessor, self.embeddings, settings)
-        return self.recipe.compile(model, settings)
+        return self.recipe.fitting(self.preprocessor, settings=settings, embeddings=self.embeddings).fit_model
 
     def fit(self, hp, model, *args, callbacks=None, epochs=None, initial_epoch=0, **kwargs):
         """Trains `model` on the training split and evaluates the dev split after every epoch.
@@ -242,19 +249,10 @@ class MatchHyperModel(kt.HyperModel):
             The Keras `History`, whose `val_<figure>` the tuner reads as the objective, with the fit's
             `epochs_run` and `trial_seconds` (see `_with_trial_totals`).
         """
-        settings = self.trial_settings(hp)
-        epochs = int(epochs or settings.training.epochs)
-        scorer = model.scorer if isinstance(model, heads.ListScorer) else model
-        evaluate = self.recipe.evaluator(scorer, self.preprocessor, self.recipe.dev_examples, self.dev_inputs)
-        dev = DevEvaluationCallback(evaluate, self.task.monitor, self.task.figures, scorer, None,
-                                    patience=settings.training.patience)
-        batches = self.recipe.batches(self.preprocessor, self.train_inputs, self.recipe.train_examples,
-                                      first_epoch=initial_epoch, epochs=epochs, settings=settings)
+        fitting = self.recipe.fitting_of(model, self.preprocessor, self.trial_settings(hp))
         start = time.time()
-        history = model.fit(batches.dataset, steps_per_epoch=batches.steps_per_epoch, epochs=epochs,
-                            initial_epoch=initial_epoch,
-                            callbacks=[dev, *self.recipe.schedule_callbacks(settings), *(callbacks or [])],
-                            verbose=self.verbose, shuffle=False)
+        history = fitting.fit(fitting.dev_callback(), first_epoch=initial_epoch, epochs=epochs,
+                              callbacks=callbacks or (), verbose=self.verbose)
         return _with_trial_totals(history, time.time() - start)
 
 
