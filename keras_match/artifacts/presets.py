@@ -30,9 +30,10 @@ weights. The weights file carries the zoo entry and a digest of the settings it 
 `keras_match_zoo`, `keras_match_model`), so the weights of another entry are named as such.
 
 `write_preset(run_dir, target)` converts a finished run (`keras-match preset RUN --to DIR`); `load_preset(path or
-"entry/dataset")` returns a `keras_match.artifacts.runs.Run` (`score`, `rank`, `classify`, `probabilities`, `evaluate`, and
-`keras_match.serving.export.saved_model` takes it); `trained()` lists the shipped presets. Every failure of a preset is one
-line naming the file and what differs (`PresetError`, a `keras_match.artifacts.storage.DamagedRunError`).
+"entry/dataset")` returns a `keras_match.artifacts.runs.Run` (`score`, `rank`, `classify`, `probabilities`,
+`evaluate`, and `keras_match.serving.export.saved_model` takes it); `trained()` lists the shipped presets. Every
+failure of a preset is one line naming the file and what differs (`PresetError`, a
+`keras_match.artifacts.storage.DamagedRunError`).
 """
 
 from keras_match.artifacts.preset_loader import (  # noqa: F401  (the public names of presets)

@@ -12,9 +12,9 @@
 4. `predict` runs a model over encoded inputs sorted by length, in batches cut to their longest text, and
    returns its outputs in the caller's order.
 
-With bucketing (training's default), each epoch's batches hold examples of similar length (`keras_match.inputs.batching`).
-The functions that sort or trim by length take `sequence_inputs`, the preprocessor's token-id inputs in bucketing
-order (`Preprocessor.SEQUENCE_INPUTS`); nothing here names a text.
+With bucketing (training's default), each epoch's batches hold examples of similar length
+(`keras_match.inputs.batching`). The functions that sort or trim by length take `sequence_inputs`, the preprocessor's
+token-id inputs in bucketing order (`Preprocessor.SEQUENCE_INPUTS`); nothing here names a text.
 """
 
 from __future__ import annotations

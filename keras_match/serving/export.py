@@ -346,8 +346,8 @@ def saved_model(model_or_run, base_dir, *, version=None, warmup=True, preprocess
         ValueError: `version` is not a positive integer; a bare model without its preprocessor; a model
             whose inputs the preprocessor does not make.
         ImportError: `warmup=True` without tensorflow-serving-api (`pip install keras-match[serving]`).
-        keras_match.artifacts.storage.WriteError: the version could not be written (full disk, read-only folder); nothing
-            is left in `BASE`.
+        keras_match.artifacts.storage.WriteError: the version could not be written (full disk, read-only folder);
+            nothing is left in `BASE`.
     """
     precision_lib.check_resolved(precision)
     run = _as_run(model_or_run, preprocessor, label_names, precision)

@@ -180,7 +180,8 @@ def to_onnx(saved_model_dir, output_dir=None, *, opset=MAX_ONNX_OPSET, atol=1e-4
             or a score differs from TensorFlow's by more than `atol`. Nothing is written then.
         FileExistsError: `output_dir` exists.
         FileNotFoundError: `saved_model_dir` is not a keras-match export.
-        keras_match.artifacts.storage.WriteError: the folder could not be written (full disk, read-only); nothing is left.
+        keras_match.artifacts.storage.WriteError: the folder could not be written (full disk, read-only); nothing is
+            left.
         ValueError: `opset` above 18 or below 1; an export in mixed_bfloat16 (`ONNX_BFLOAT16`: tf2onnx cannot
             convert it into a model onnxruntime loads).
         ImportError: tf2onnx / onnxruntime missing (`pip install keras-match[onnx]`).

@@ -12,8 +12,8 @@ ids and features), and whatever its task adds (`keras_match.tasks.Task.extra_sig
 | `serve_ids` | `question`, `answer` int32 [batch, length] (+ `features` float32 [batch, f]) -> `score` | -> `probabilities` |
 | `rank` | `question` string [], `answers` string [n] -> `scores` float32 [n], `order` int32 [n] | (none) |
 
-`serve_ids` is the signature converted to ONNX. The export metadata (`keras_match.serving.export.read_metadata`) holds the
-tables of the written model under `signatures` (inputs) and `outputs`.
+`serve_ids` is the signature converted to ONNX. The export metadata (`keras_match.serving.export.read_metadata`) holds
+the tables of the written model under `signatures` (inputs) and `outputs`.
 """
 
 from __future__ import annotations

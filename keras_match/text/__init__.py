@@ -7,7 +7,8 @@
 | `keras_match.text.vectors` | word-vector files (finding, checking, downloading) and `load_embeddings` |
 | `keras_match.text.features` | the word-overlap and BM25 pair features |
 
-It re-exports the names of `keras_match.text.tokenizer` and `keras_match.text.vocabulary`, so `keras_match.text.TextEncoder` reads as before.
+It re-exports the names of `keras_match.text.tokenizer` and `keras_match.text.vocabulary`, so
+`keras_match.text.TextEncoder` reads as before.
 """
 
 from keras_match import _lazy

@@ -1,4 +1,5 @@
-"""Vocabularies and token ids: `TextEncoder` (its embedding matrix from GloVe: `keras_match.text.vectors.load_embeddings`).
+"""Vocabularies and token ids: `TextEncoder` (its embedding matrix from GloVe:
+`keras_match.text.vectors.load_embeddings`).
 
 Ids
 ---
@@ -226,7 +227,8 @@ class TextEncoder:
         Words are ordered by count (descending), then by token (ascending code points), which makes the ids
         deterministic; words with ``count >= min_count`` are kept, at most ``max_tokens`` of them. Every text is
         counted as often as it appears (pass distinct texts to avoid weighting repeated questions). The counts of
-        all tokens are kept in :attr:`token_counts` (used for ``token_coverage`` by `keras_match.text.vectors.load_embeddings`).
+        all tokens are kept in :attr:`token_counts` (used for ``token_coverage`` by
+        `keras_match.text.vectors.load_embeddings`).
 
         ``extra_words`` (the words of a pretrained vector file, say) follow the training words in their given
         order; an extra word is kept only if the tokenizer can produce it (it tokenizes to exactly itself, so

@@ -47,8 +47,8 @@ class DevEvaluationCallback(keras.callbacks.Callback):
     Raises:
         keras_match.artifacts.storage.DamagedRunError: `state.json` or a weight file it names is damaged or missing (at
             construction, or in `on_train_begin`); the message names the file.
-        keras_match.artifacts.storage.WriteError: a checkpoint file could not be written (full disk, read-only folder); the
-            previous checkpoint is intact.
+        keras_match.artifacts.storage.WriteError: a checkpoint file could not be written (full disk, read-only
+            folder); the previous checkpoint is intact.
     """
 
     def __init__(self, evaluate, monitor, figures, scorer, state_dir, patience=3):

@@ -9,8 +9,8 @@ steps, each done here:
    learning rate or fewer epochs.
 2. **Task and vectors** (`check_task`, `vectors_source`): the dataset must be of the preset's task (a ranker
    fine-tunes on ranking data, a classifier on data with the same label names in the same order); the pretrained
-   vectors are the ones the preset was trained with, found by their sha256 as `keras_match.artifacts.presets.load_preset`
-   finds them (others are refused).
+   vectors are the ones the preset was trained with, found by their sha256 as
+   `keras_match.artifacts.presets.load_preset` finds them (others are refused).
 3. **Vocabulary** (`Preprocessor.extend_vocabulary`): the preset's vocabulary keeps every word at its id; the
    words of the new training split (and, with frozen vectors, of the vector file) that it lacks are appended. The
    truncation lengths and the document frequencies of the pair features stay the preset's (the model was trained

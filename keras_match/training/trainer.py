@@ -16,9 +16,9 @@ Every mode's batches are length-bucketed (examples of similar length share a bat
 unless `--set bucketing=false`; the run's `config.json` records it among its training settings.
 
 An interrupted run (Ctrl-C, a killed process) resumes from its last completed epoch when `train` is called
-again with the same `run_dir`: `keras_match.training.callbacks.DevEvaluationCallback` checkpoints the weights, the optimizer,
-the random-seed state, the best-so-far weights and the patience counter as one commit after each epoch, and the
-input pipeline continues its epoch sequence, so the resumed run ends as the uninterrupted one would.
+again with the same `run_dir`: `keras_match.training.callbacks.DevEvaluationCallback` checkpoints the weights, the
+optimizer, the random-seed state, the best-so-far weights and the patience counter as one commit after each epoch,
+and the input pipeline continues its epoch sequence, so the resumed run ends as the uninterrupted one would.
 """
 
 from __future__ import annotations
@@ -68,7 +68,8 @@ def data_files(dataset):
 
 def _make_preprocessor(files, resuming, recipe, init=None):
     """The run's preprocessor: the interrupted run's when resuming, else made from the training texts (with
-    `init`, a `keras_match.training.finetune.InitPreset`: the preset's, its vocabulary extended by those texts' words)."""
+    `init`, a `keras_match.training.finetune.InitPreset`: the preset's, its vocabulary extended by those texts'
+    words)."""
     if resuming and files.preprocessor.exists():
         runs.check_digests(files.root)  # the files the interrupted run wrote, as it wrote them
         return preprocessors.Preprocessor.load(files.root)
@@ -170,9 +171,9 @@ def train(
         split), `task`, `loss_mode`, `precision` (what the model computed in: the `precision` setting, `auto`
         resolved), `best_epoch`, `epochs_run`, `wall_time_s`, `train_pairs_per_s`,
         `epoch_seconds` (each epoch's training and dev evaluation, kept across resumes: None for an epoch of a
-        checkpoint older than the timing), `run_dir`, `embeddings` coverage and `provenance` (`keras_match.artifacts.provenance`: the command, code version,
-        package versions, machine, start / end time, seed, settings, data files and vectors with their sha256);
-        the same is written to `RUN_DIR/metrics.json`.
+        checkpoint older than the timing), `run_dir`, `embeddings` coverage and `provenance`
+        (`keras_match.artifacts.provenance`: the command, code version, package versions, machine, start / end time,
+        seed, settings, data files and vectors with their sha256); the same is written to `RUN_DIR/metrics.json`.
 
     Raises:
         FileExistsError: `run_dir` holds a finished run.

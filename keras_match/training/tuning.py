@@ -17,8 +17,8 @@ Kinds: `int` (`min_value`, `max_value`, optional `step`), `float` (`min_value`, 
 run (`keras_match.training.recipe.Recipe`): the data, the preprocessor (whose vocabulary does not depend on the
 hyperparameters) and the embedding matrix are made once; `build(hp)` builds the entry's model with the trial's
 settings and `fit(hp, model)` trains it with the run's batches (the loss mode's) and the dev evaluation of
-`keras_match.training.callbacks.DevEvaluationCallback`, which puts the dataset's own figure over the whole dev split into
-the epoch logs (`val_map` for ranking, `val_accuracy` for classification): that is the objective the oracle
+`keras_match.training.callbacks.DevEvaluationCallback`, which puts the dataset's own figure over the whole dev split
+into the epoch logs (`val_map` for ranking, `val_accuracy` for classification): that is the objective the oracle
 receives, not a per-batch Keras metric. `make_tuner` wraps it in one of Keras Tuner's tuners; `write_results`
 writes the trial table (CSV, JSON), the best configuration (`best.json`, which `keras-match train NAME --config
 best.json` retrains) and a plot of the dev figure per trial.

@@ -39,7 +39,8 @@ def conv_maxima(run, question, answer, window=None) -> dict:
     """The CNN's per-word features and each dimension's maximum for one pair of a trained Compare-Aggregate run.
 
     Args:
-        run: a `keras_match.artifacts.runs.Run` (`keras_match.artifacts.runs.load_run(RUN_DIR)`) of a `compare_aggregate_*` entry.
+        run: a `keras_match.artifacts.runs.Run` (`keras_match.artifacts.runs.load_run(RUN_DIR)`) of a
+            `compare_aggregate_*` entry.
         question: the question (premise) text, str.
         answer: the answer (hypothesis) text, str.
         window: the window size whose convolution to show (default: the largest of the model's windows).

@@ -71,7 +71,8 @@ def grid_activations(run, question, answer, block=None) -> dict:
     """The grid of a C-LSTMs block for one pair of a trained Coupled-LSTMs run.
 
     Args:
-        run: a `keras_match.artifacts.runs.Run` (`keras_match.artifacts.runs.load_run(RUN_DIR)`) of an `lc_lstm*` / `tc_lstm*` entry.
+        run: a `keras_match.artifacts.runs.Run` (`keras_match.artifacts.runs.load_run(RUN_DIR)`) of an `lc_lstm*` /
+            `tc_lstm*` entry.
         question: the question (premise) text, str.
         answer: the answer (hypothesis) text, str.
         block: which block, 1-based (default: the last, the one the dynamic pooling reads).
