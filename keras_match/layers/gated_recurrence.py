@@ -14,7 +14,7 @@ def gated_linear_recurrence(a, b, mask=None, initial_state=None, reverse=False, 
 
     - QRNN fo-pooling (Bradbury et al. 2016; Tay et al. 2018, eq. 1 and the cell below it):
       `c_t = f_t * c_{t-1} + (1 - f_t) * z_t`, i.e. `a = f`, `b = (1 - f) * z`;
-    - CTRN's crossed cells: the same with the partner's forget gate (`keras_match.layers.CTRN`);
+    - CTRN's crossed cells: the same with the partner's forget gate (`keras_match.models.ctrn.CTRN`);
     - iCARNN / sCARNN (Tran et al. 2018): `h_t = g_t * h_{t-1} + (1 - g_t) * x_t`, i.e. `a = g`, `b = (1 - g) * x`.
 
     The loop is exact (no log-space or cumulative-product trick: those overflow or lose precision on long texts)

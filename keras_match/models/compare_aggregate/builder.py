@@ -34,10 +34,10 @@ def build_compare_aggregate(
     1. word embeddings, frozen by default ("During training, they are not updated"; padding id 0 masked), with
        dropout on the embedded words of both texts (`embedding_dropout`, "the hyper-parameter we tuned is the
        dropout on the embedding layer");
-    2. `keras_match.layers.CompareAggregate` (eq. 1-9): the gated preprocessing shared by both texts (eq. 1),
-       the answer's attention over the question (eq. 2), the comparison function `comparison` (eq. 3-8) and the
-       CNN aggregation with one ReLU convolution of `filters` filters per window size, max-pooled over time
-       (eq. 9), giving `r` of width `len(windows) * filters` (`n * l` in the paper);
+    2. `keras_match.models.compare_aggregate.CompareAggregate` (eq. 1-9): the gated preprocessing shared by both
+       texts (eq. 1), the answer's attention over the question (eq. 2), the comparison function `comparison`
+       (eq. 3-8) and the CNN aggregation with one ReLU convolution of `filters` filters per window size,
+       max-pooled over time (eq. 9), giving `r` of width `len(windows) * filters` (`n * l` in the paper);
     3. when `num_features > 0`, the extra pair features (word overlap, BM25: not in the paper) concatenated to
        `r`, as CTRN concatenates them before its dense layers;
     4. the prediction layers of eq. 10: a hidden layer `tanh(W^s r + b^s)` of width `dense_units` (`l` in the
@@ -58,7 +58,7 @@ def build_compare_aggregate(
             also takes, by keyword and instead of it, the word-vector settings of earlier releases: `vocab_size`,
             `embeddings`, `embedding_dim` (default 300) and `trainable_embeddings` (default False).
         comparison: str, the comparison function f of eq. 3-8: `"nn"`, `"ntn"`, `"euccos"`, `"sub"`, `"mult"`
-            or `"submult_nn"` (case-insensitive; see `keras_match.layers.get_comparison`).
+            or `"submult_nn"` (case-insensitive; see `keras_match.models.compare_aggregate.get_comparison`).
         units: int, the hidden size l (150 in the appendix): width of the preprocessing (eq. 1), of the
             comparison functions with weights (eq. 3, 4, 8) and, by default, of the convolutions and of the
             hidden prediction layer.
@@ -66,7 +66,7 @@ def build_compare_aggregate(
             WikiQA and SNLI in the appendix).
         filters: int or None, filters per window (None: `units`, so that `r` is in R^{nl}).
         conv_padding: `"valid"` (Kim's narrow convolution, default) or `"same"`, see
-            `keras_match.layers.CNNAggregation`.
+            `keras_match.models.compare_aggregate.CNNAggregation`.
         dense_units: int or None, width of the hidden tanh layer of eq. 10 (`W^s in R^{l x nl}`; None: `units`).
         embedding_dropout: float in [0, 1), dropout rate on the embedded words (the paper tunes it and does not
             report the value; 0.3 is the authors' README example for SNLI).
