@@ -6,7 +6,6 @@ that moved into packages (``keras_match.runs``, ``keras_match.presets``, ``keras
 for one release: ``keras_match._moved.MOVED`` lists them with their new paths.
 """
 
-import importlib
 import sys
 
 from keras_match import _lazy, _moved
@@ -18,20 +17,16 @@ _moved.install(sys.meta_path)
 _SUBMODULES = _lazy.submodules(__path__)
 """Every module and subpackage of the package, found on its path (so a new module needs no entry here)."""
 
-_OLD_PATHS = tuple(sorted(old.rpartition(".")[2] for old in _moved.MOVED))
+_submodule = _lazy.attribute_getter(__name__, __path__, extra=[old.rpartition(".")[2] for old in _moved.MOVED])
 
 
 def __getattr__(name):
-    if name in _SUBMODULES or name in _OLD_PATHS:
-        module = importlib.import_module(f"keras_match.{name}")
-        globals()[name] = module
-        return module
     if name == "train":
         from keras_match.training.trainer import train
 
         globals()["train"] = train
         return train
-    raise AttributeError(f"module 'keras_match' has no attribute {name!r}")
+    return _submodule(name)
 
 
 def __dir__():

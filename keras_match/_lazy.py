@@ -13,10 +13,10 @@ def submodules(path) -> tuple[str, ...]:
     return tuple(sorted(module.name for module in pkgutil.iter_modules(path) if not module.name.startswith("_")))
 
 
-def attribute_getter(package: str, path):
+def attribute_getter(package: str, path, extra=()):
     """A module `__getattr__` (PEP 562) for `package` (its `__path__` is `path`) that imports a submodule on first
-    use."""
-    names = submodules(path)
+    use; `extra`: more names imported as `package.NAME` (the moved paths of `keras_match._moved`)."""
+    names = (*submodules(path), *extra)
 
     def __getattr__(name):
         if name in names:

@@ -36,13 +36,13 @@ their paths: they are now packages re-exporting the old modules' names.)"""
 class MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Finds an old path of `MOVED` and loads it as the module at its new path."""
 
+    def __init__(self):
+        self._specs = {}
+
     def find_spec(self, fullname, path=None, target=None):
         if fullname not in MOVED:
             return None
         return importlib.util.spec_from_loader(fullname, self)
-
-    def __init__(self):
-        self._specs = {}
 
     def create_module(self, spec):
         module = importlib.import_module(MOVED[spec.name])
