@@ -231,8 +231,8 @@ def to_onnx(saved_model_dir, output_dir=None, *, opset=MAX_ONNX_OPSET, atol=1e-4
                 model_proto, stood_in = None, []
         if model_proto is None:
             try:
-                model_proto, _ = tf2onnx.convert.from_function(function, input_signature=input_signature,
-                                                               opset=opset)
+                model_proto, _ = _converting(lambda: tf2onnx.convert.from_function(
+                    function, input_signature=input_signature, opset=opset))
             except Exception as error:  # tf2onnx raises many kinds of errors
                 raise ExportVerificationError(f"tf2onnx could not convert {saved_model_dir}/serve_ids: "
                                               f"{error}") from error
@@ -297,6 +297,8 @@ def _convert_with_stand_ins(tf2onnx, function, input_signature, opset):
     from onnx import numpy_helper
 
     concrete = function.get_concrete_function(*input_signature)
+    if not any(_large_matrix(variable) for variable in concrete.variables):
+        return None, []  # nothing to stand in for: not worth freezing the graph twice
     inputs = [t.name for t in concrete.inputs if t.dtype != tf.resource]
     outputs = [t.name for t in concrete.outputs if t.dtype != tf.resource]
     graph_def = tf2onnx.tf_loader.from_function(concrete, inputs, outputs)
@@ -326,8 +328,8 @@ def _convert_with_stand_ins(tf2onnx, function, input_signature, opset):
     if not values:
         return None, []
     renames = tf2onnx.convert.tensor_names_from_structed(concrete, inputs, outputs)
-    proto, _ = tf2onnx.convert.from_graph_def(graph_def, input_names=inputs, output_names=outputs, opset=opset,
-                                              tensors_to_rename=renames)
+    proto, _ = _converting(lambda: tf2onnx.convert.from_graph_def(
+        graph_def, input_names=inputs, output_names=outputs, opset=opset, tensors_to_rename=renames))
     restored = set()
     for index, initializer in enumerate(proto.graph.initializer):
         name = initializer.name[:-2] if initializer.name.endswith(":0") else initializer.name
@@ -345,6 +347,38 @@ def _convert_with_stand_ins(tf2onnx, function, input_signature, opset):
             if list(initializer.dims)[:1] == [1]):
         return None, []
     return proto, sorted(restored)
+
+
+def _large_matrix(variable):
+    """Whether a variable is a floating-point matrix of at least `ONNX_STAND_IN_BYTES` (an embedding matrix)."""
+    shape, dtype = variable.shape, variable.dtype
+    return (shape.rank == 2 and dtype.is_floating and shape.is_fully_defined()
+            and shape.num_elements() * dtype.size >= ONNX_STAND_IN_BYTES)
+
+
+CATCH_ERRORS = "TF2ONNX_CATCH_ERRORS"
+"""tf2onnx's environment variable: with "FALSE" its graph optimizers raise instead of being skipped, and it no
+longer copies the whole graph before each optimizer pass to have something to go back to."""
+
+
+def _converting(convert):
+    """`convert()` (a tf2onnx conversion) with tf2onnx's optimizers raising (`CATCH_ERRORS`), then, if that
+    fails, again as tf2onnx converts by default (an optimizer that fails is skipped).
+
+    The copies tf2onnx makes to skip a failing optimizer took a third to a half of converting a zoo entry (tf2onnx
+    1.17, 4-25 s an entry); no optimizer fails on the zoo's models. A user who set the variable gets their
+    setting, once.
+    """
+    if CATCH_ERRORS in os.environ:
+        return convert()
+    os.environ[CATCH_ERRORS] = "FALSE"
+    try:
+        return convert()
+    except Exception:  # noqa: BLE001  (tf2onnx raises many kinds of errors) an optimizer failed: skip it instead
+        pass
+    finally:
+        os.environ.pop(CATCH_ERRORS, None)
+    return convert()
 
 
 def _constant_value(node):
