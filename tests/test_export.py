@@ -8,6 +8,7 @@ import concurrent.futures
 import http.server
 import importlib.util
 import json
+import os
 import pathlib
 import subprocess
 import sys
@@ -265,6 +266,31 @@ def test_a_refused_stand_in_conversion_falls_back_to_the_usual_one(run, tmp_path
     assert len(refused) == 1 and len(refused[0]) == 2  # the stand-in model was made, then refused
     assert json.loads((made.path.parent / "keras_match.json").read_text())["onnx"]["stood_in"] == []
     assert made.max_abs_diff <= 1e-4
+
+
+def test_tf2onnx_optimizers_run_without_their_graph_copies_and_a_failure_is_retried_as_tf2onnx_default(monkeypatch):
+    """`_converting`: first with tf2onnx's optimizers raising (no copy of the graph per pass), and when that
+    raises, once more with tf2onnx's default (a failing optimizer skipped); a user's own setting is kept."""
+    key = onnx_export.CATCH_ERRORS
+    monkeypatch.delenv(key, raising=False)
+    seen = []
+
+    def convert():
+        seen.append(os.environ.get(key))
+        if len(seen) == 1:
+            raise RuntimeError("an optimizer failed")
+        return "model"
+
+    assert onnx_export._converting(convert) == "model"
+    assert seen == ["FALSE", None] and key not in os.environ
+    seen.clear()
+    assert onnx_export._converting(lambda: seen.append(os.environ.get(key)) or "fast") == "fast"
+    assert seen == ["FALSE"] and key not in os.environ
+    monkeypatch.setenv(key, "TRUE")
+    seen.clear()
+    with pytest.raises(RuntimeError, match="an optimizer failed"):  # the user's setting: one call, not retried
+        onnx_export._converting(convert)
+    assert seen == ["TRUE"] and os.environ[key] == "TRUE"
 
 
 @pytest.mark.parametrize("width, overlap, message", [
