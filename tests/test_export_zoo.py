@@ -210,8 +210,9 @@ EXPORTER = textwrap.dedent(
 )
 EXPORT_PROCESSES = 2
 """Exporting (tracing every signature, writing the SavedModel and its warmup records, converting to ONNX) takes
-about 20-30 s an entry on this 2-core machine, mostly on one core: the entries are exported by two processes at
-once, each building its entries' models with the weights this process builds them with."""
+about 8-29 s an entry on one core of this machine (SavedModel 4-9 s, ONNX 3-20 s; mcan_fm the slowest): the
+entries are exported by two processes at once, each building its entries' models with the weights this process
+builds them with."""
 
 
 @pytest.fixture(scope="module")
