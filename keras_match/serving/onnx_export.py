@@ -367,7 +367,8 @@ def _converting(convert):
 
     The copies tf2onnx makes to skip a failing optimizer took a third to a half of converting a zoo entry (tf2onnx
     1.17, 4-25 s an entry); no optimizer fails on the zoo's models. A user who set the variable gets their
-    setting, once.
+    setting, once. The variable is set for the whole process while the conversion runs (tf2onnx reads it from
+    `os.environ`), so two conversions in threads of one process may see each other's setting.
     """
     if CATCH_ERRORS in os.environ:
         return convert()
