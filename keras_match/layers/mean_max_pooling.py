@@ -12,7 +12,8 @@ class MeanMaxPooling(TemporalMeanPooling):
     """Concatenated masked mean and masked max over time: `h = [mean_t h_t; max_t h_t]`.
 
     Implements the MeanMax operator of eq. 14 of Tay et al. (2018), which pools the LSTM hidden states
-    `h_1 ... h_l` of a sentence into one vector.
+    `h_1 ... h_l` of a sentence into one vector. It is a `TemporalMeanPooling` that adds the max: the mean, its
+    masking and precision and the input check are that layer's, restated briefly below.
 
     Args:
         **kwargs: standard `keras.layers.Layer` arguments (`name`, `dtype`).
@@ -25,8 +26,8 @@ class MeanMaxPooling(TemporalMeanPooling):
         input (the layer's compute dtype).
 
     Masking:
-        With a mask (`[batch, time]`, True = real token), the mean is over real positions only (sum divided by
-        the number of real tokens) and the max is over real positions only, so padding never changes the
+        With a mask (`[batch, time]`, True = real token), the mean (as `TemporalMeanPooling`: the sum divided by
+        the number of real tokens) and the max are over real positions only, so padding never changes the
         result. A fully padded row (empty text) gives all zeros (no -inf, no NaN). The output carries no mask
         (time is reduced away). Without a mask every position counts.
 
@@ -35,14 +36,13 @@ class MeanMaxPooling(TemporalMeanPooling):
         max selects one of the values, exact in bfloat16 (the -1e9 fill is within its float32-sized range).
 
     Raises:
-        ValueError: at build if the input is not rank 3.
+        ValueError: at build if the input is not rank 3 (the check of `TemporalMeanPooling`).
 
     Examples:
 
     ```python
-    x = np.random.rand(2, 5, 3).astype("float32")
-    mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], bool)
-    MeanMaxPooling()(x, mask=mask)  # [2, 6]; row 0 pools its first 3 positions only
+    x = np.array([[[1.0, -1.0], [3.0, 5.0], [8.0, 9.0]]], "float32")  # [1, 3, 2]; the third step is padding
+    MeanMaxPooling()(x, mask=np.array([[True, True, False]]))  # [[2.0, 2.0, 3.0, 5.0]]: mean, then max
 
     # Usually after a sequence-returning encoder; the mask comes along implicitly:
     h = keras.layers.LSTM(64, return_sequences=True)(masked_words)

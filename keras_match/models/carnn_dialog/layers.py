@@ -26,8 +26,20 @@ def _first_mask(mask):
     return as_bool_mask(mask)
 
 
+class _ConfigLayer(keras.layers.Layer):
+    """A layer whose config adds the constructor arguments named in `CONFIG_KEYS`, each kept as an attribute of
+    the same name (the three layers below share this `get_config`)."""
+
+    CONFIG_KEYS = ()
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({key: getattr(self, key) for key in self.CONFIG_KEYS})
+        return config
+
+
 @keras.saving.register_keras_serializable(package="keras_match")
-class HistoryAttention(keras.layers.Layer):
+class HistoryAttention(_ConfigLayer):
     """The summary of a dialog history, eq. 8 of Tran et al. (2018): a residual connection from each history
     utterance's encoding to the CARNN's output at its turn, then attention over the turns with the context:
 
@@ -70,6 +82,8 @@ class HistoryAttention(keras.layers.Layer):
             ranks 3, 3, 2 with one defined width.
     """
 
+    CONFIG_KEYS = ("empty_history",)
+
     def __init__(self, empty_history="context", **kwargs):
         super().__init__(**kwargs)
         if empty_history not in EMPTY_HISTORY:
@@ -109,14 +123,9 @@ class HistoryAttention(keras.layers.Layer):
     def compute_output_shape(self, input_shape):
         return (input_shape[0][0], input_shape[0][-1])
 
-    def get_config(self):
-        config = super().get_config()
-        config.update({"empty_history": self.empty_history})
-        return config
-
 
 @keras.saving.register_keras_serializable(package="keras_match")
-class CandidateScorer(keras.layers.Layer):
+class CandidateScorer(_ConfigLayer):
     """The score of every candidate response for a dialog summary, eq. 10 of Tran et al. (2018) before its
     softmax: `s_l = h_his^T e_{y_l}`, with `e_{y_l}` the Position Encoder vector of candidate `l` (eq. 9).
 
@@ -141,6 +150,8 @@ class CandidateScorer(keras.layers.Layer):
         `mixed_bfloat16` they are computed in float32 from the bfloat16 inputs and the float32 `W` and returned
         in float32: rounded to bfloat16's 8-bit mantissa, close candidates would tie.
     """
+
+    CONFIG_KEYS = ("projection",)
 
     def __init__(self, projection=False, **kwargs):
         super().__init__(**kwargs)
@@ -171,14 +182,9 @@ class CandidateScorer(keras.layers.Layer):
     def compute_output_shape(self, input_shape):
         return (input_shape[0][0], input_shape[1][0])
 
-    def get_config(self):
-        config = super().get_config()
-        config.update({"projection": self.projection})
-        return config
-
 
 @keras.saving.register_keras_serializable(package="keras_match")
-class CandidateIds(keras.layers.Layer):
+class CandidateIds(_ConfigLayer):
     """The task's fixed candidate set as token ids inside the model: a non-trainable int32 weight `[C, length]`,
     so `.keras`, SavedModel and ONNX exports carry it (the config holds only its shape).
 
@@ -193,6 +199,8 @@ class CandidateIds(keras.layers.Layer):
     Returns:
         int32 `[C, length]`, the ids (set them with `set_ids` or `set_weights` once built).
     """
+
+    CONFIG_KEYS = ("num_candidates", "length")
 
     def __init__(self, num_candidates, length, **kwargs):
         super().__init__(**kwargs)
@@ -221,8 +229,3 @@ class CandidateIds(keras.layers.Layer):
 
     def compute_output_spec(self, inputs):
         return keras.KerasTensor((self.num_candidates, self.length), dtype="int32")
-
-    def get_config(self):
-        config = super().get_config()
-        config.update({"num_candidates": self.num_candidates, "length": self.length})
-        return config

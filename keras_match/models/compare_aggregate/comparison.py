@@ -1,8 +1,10 @@
 """Compare-Aggregate's comparison functions `t_j = f(a_bar_j, h_j)` (Wang & Jiang, ICLR 2017, eq. 3-8): one
 pluggable set chosen by name from `COMPARISONS` with `get_comparison` (`"nn"`, `"ntn"`, `"euccos"`, `"sub"`,
 `"mult"`, `"submult_nn"`). They share the `Comparison` base class (pair input, shape checks, masks) and live in
-one module for that reason, as the compression functions of MCAN do. Each docstring is written out whole, the
-sections the six share included, so that it reads the same in this file as in `help()`."""
+one module for that reason, as the compression functions of MCAN do. What the six share (the call arguments,
+masking, the shape errors, the paper) is stated once, in `Comparison` (and the `units` argument in
+`_UnitsComparison`); each class's docstring states its own equation, output shape, weights and errors and points
+there for the rest."""
 
 import keras
 from keras import ops
@@ -27,6 +29,8 @@ class Comparison(keras.layers.Layer):
     creates them in `build_comparison(l)`. This base class handles the pair input, the shape checks, the masks
     and the output shape. To add a comparison function: one subclass plus one line in `COMPARISONS`.
 
+    The sections below hold for all six comparison classes; each subclass's docstring gives its own `k`.
+
     Call arguments:
         inputs: `[a, h]`, float tensors `[batch, len_a, l]` each (the preprocessed answer words `a_bar_j` and
             their attention-weighted question vectors `h_j`).
@@ -35,6 +39,13 @@ class Comparison(keras.layers.Layer):
 
     Returns:
         `t`: float `[batch, len_a, k]`, `k = output_dim(l)`, 0 at padded answer positions; carries `a`'s mask.
+
+    Raises:
+        ValueError: at build if `a` and `h` are not rank-3 tensors with the same, defined last dimension.
+
+    Reference:
+        - [Wang, Jiang. A Compare-Aggregate Model for Matching Text Sequences. ICLR 2017](
+          https://arxiv.org/abs/1611.01747), section 2.3, eq. 3-8 (one equation per subclass).
     """
 
     def __init__(self, **kwargs):
@@ -70,7 +81,15 @@ class Comparison(keras.layers.Layer):
 
 
 class _UnitsComparison(Comparison):
-    """A comparison with `units` output features (`None`: the input size `l`, as in the paper): eq. 3, 4, 8."""
+    """A comparison with `units` output features: eq. 3 (NN), 4 (NTN) and 8 (SUBMULT+NN).
+
+    Args:
+        units: int or None, the number of output features `k` (`None`: the input size `l`, as in the paper).
+        **kwargs: standard `keras.layers.Layer` arguments (`name`, `dtype`).
+
+    Raises:
+        ValueError: at construction if `units` is not a positive integer or None; at build as `Comparison`.
+    """
 
     def __init__(self, units=None, **kwargs):
         super().__init__(**kwargs)
@@ -111,39 +130,27 @@ class _ElementwiseComparison(Comparison):
 
 @keras.saving.register_keras_serializable(package="keras_match")
 class NNComparison(_DenseComparison):
-    """NEURALNET (NN) comparison: `t_j = ReLU(W [a_j; h_j] + b)`.
+    """NEURALNET (NN) comparison: `t_j = ReLU(W [a_j; h_j] + b)`, eq. 3 of Wang & Jiang (2017).
 
-    Implements eq. 3 of Wang & Jiang (2017), `W in R^{l x 2l}`, `b in R^l`.
+    `W in R^{l x 2l}`, `b in R^l` in the paper; `units` (the output size) may differ from `l`.
+    Call arguments (`[a, h]`, float `[batch, len_a, l]` each, with `a`'s mask), padding and shape errors: as
+    `Comparison`; the `units` argument and its error: as `_UnitsComparison`.
 
     Args:
-        units: int or None, the output size (`None`: the input size `l`, as in the paper).
+        units: int or None, the output size (`None`: `l`).
         **kwargs: standard `keras.layers.Layer` arguments (`name`, `dtype`).
 
-    Call arguments:
-        inputs: `[a, h]`, float tensors `[batch, len_a, l]` each (the preprocessed answer words `a_bar_j` and
-            their attention-weighted question vectors `h_j`).
-        mask: `None` or `[a_mask, h_mask]` (bool `[batch, len_a]`, True = real word; `h_mask` is ignored, `h`
-            is aligned to `a`); picked up automatically from Keras masks.
-
     Returns:
-        `[batch, len_a, units]` (non-negative), 0 at padded answer positions; carries `a`'s mask.
+        `[batch, len_a, units]`, non-negative (ReLU).
 
     Weights:
         `dense/kernel [2l, units]` (rows `0..l-1` read `a`, rows `l..2l-1` read `h`), `dense/bias [units]`.
 
-    Raises:
-        ValueError: at construction if `units` is not a positive integer or None;
-            at build if `a` and `h` are not rank-3 tensors with the same, defined last dimension.
-
     Examples:
-
-    ```python
-    t = NNComparison()([a_bar, h])  # [batch, len_a, l]
-    ```
+        `t = NNComparison()([a_bar, h])  # [batch, len_a, l]`
 
     Reference:
-        - [Wang, Jiang. A Compare-Aggregate Model for Matching Text Sequences. ICLR 2017](
-          https://arxiv.org/abs/1611.01747), section 2.3, eq. 3.
+        Wang & Jiang (2017), section 2.3, eq. 3 (full citation in `Comparison`).
     """
 
     def features(self, a, h):
@@ -152,42 +159,29 @@ class NNComparison(_DenseComparison):
 
 @keras.saving.register_keras_serializable(package="keras_match")
 class NTNComparison(_UnitsComparison):
-    """NEURALTENSORNET (NTN) comparison: `t_j = ReLU(a_j^T T^[1..k] h_j + b)`.
+    """NEURALTENSORNET (NTN) comparison: `t_j = ReLU(a_j^T T^[1..k] h_j + b)`, eq. 4 of Wang & Jiang (2017).
 
-    Implements eq. 4 of Wang & Jiang (2017) (the neural tensor network of Socher et al., 2013, without its
-    linear term, as in the paper): output feature `s` is the bilinear form `a_j^T T^[s] h_j` of slice `s`.
-    The paper has `k = l` slices (`T in R^{l x l x l}`).
+    The neural tensor network of Socher et al. (2013), without its linear term, as in the paper: output
+    feature `s` is the bilinear form `a_j^T T^[s] h_j` of slice `s`. The paper has `k = l` slices
+    (`T in R^{l x l x l}`). Call arguments (`[a, h]`, float `[batch, len_a, l]` each, with `a`'s mask),
+    padding and shape errors: as `Comparison`; the `units` error: as `_UnitsComparison`.
 
     Args:
-        units: int or None, the number of slices `k` (`None`: the input size `l`, as in the paper).
+        units: int or None, the number of slices `k` (`None`: `l`, as in the paper).
         **kwargs: standard `keras.layers.Layer` arguments (`name`, `dtype`).
 
-    Call arguments:
-        inputs: `[a, h]`, float tensors `[batch, len_a, l]` each (the preprocessed answer words `a_bar_j` and
-            their attention-weighted question vectors `h_j`).
-        mask: `None` or `[a_mask, h_mask]` (bool `[batch, len_a]`, True = real word; `h_mask` is ignored, `h`
-            is aligned to `a`); picked up automatically from Keras masks.
-
     Returns:
-        `[batch, len_a, units]` (non-negative), 0 at padded answer positions; carries `a`'s mask.
+        `[batch, len_a, units]`, non-negative (ReLU).
 
     Weights (in `get_weights()` order):
         `tensor [units, l, l]` (slice `s` is `T^[s]`, indexed `[s, row of a, column of h]`; Glorot uniform),
         `bias [units]` (zeros): 2 trainable weights, `k l^2 + k` parameters (3.4 M for `l = 150`).
 
-    Raises:
-        ValueError: at construction if `units` is not a positive integer or None;
-            at build if `a` and `h` are not rank-3 tensors with the same, defined last dimension.
-
     Examples:
-
-    ```python
-    t = NTNComparison()([a_bar, h])  # [batch, len_a, l]
-    ```
+        `t = NTNComparison()([a_bar, h])  # [batch, len_a, l]`
 
     Reference:
-        - [Wang, Jiang. A Compare-Aggregate Model for Matching Text Sequences. ICLR 2017](
-          https://arxiv.org/abs/1611.01747), section 2.3, eq. 4.
+        - Wang & Jiang (2017), section 2.3, eq. 4 (full citation in `Comparison`).
         - [Socher et al. Recursive Deep Models for Semantic Compositionality Over a Sentiment Treebank. EMNLP
           2013](https://aclanthology.org/D13-1170/), eq. 2 (the tensor layer).
     """
@@ -208,10 +202,10 @@ class NTNComparison(_UnitsComparison):
 
 @keras.saving.register_keras_serializable(package="keras_match")
 class EucCosComparison(Comparison):
-    """EUCLIDEAN+COSINE (EUCCOS) comparison: `t_j = [||a_j - h_j||_2; cos(a_j, h_j)]`.
+    """EUCLIDEAN+COSINE (EUCCOS) comparison: `t_j = [||a_j - h_j||_2; cos(a_j, h_j)]`, eq. 5 of Wang & Jiang.
 
-    Implements eq. 5 of Wang & Jiang (2017). No weights; the output has 2 features, in the paper's order
-    (distance, then cosine).
+    No weights; the output has 2 features, in the paper's order (distance, then cosine). Call arguments
+    (`[a, h]`, float `[batch, len_a, l]` each, with `a`'s mask), padding and shape errors: as `Comparison`.
 
     Numerical safety: every norm is computed as `sqrt(max(||x||^2, eps^2))` with `eps = EUCCOS_EPSILON = 1e-6`,
     so the square root never sees 0 (its gradient there is infinite) and no division is by 0:
@@ -227,28 +221,14 @@ class EucCosComparison(Comparison):
     Args:
         **kwargs: standard `keras.layers.Layer` arguments (`name`, `dtype`).
 
-    Call arguments:
-        inputs: `[a, h]`, float tensors `[batch, len_a, l]` each (the preprocessed answer words `a_bar_j` and
-            their attention-weighted question vectors `h_j`).
-        mask: `None` or `[a_mask, h_mask]` (bool `[batch, len_a]`, True = real word; `h_mask` is ignored, `h`
-            is aligned to `a`); picked up automatically from Keras masks.
-
     Returns:
-        `[batch, len_a, 2]`: `[..., 0]` the distance (>= 1e-6), `[..., 1]` the cosine
-        (in [-1, 1]), 0 at padded answer positions; carries `a`'s mask.
-
-    Raises:
-        ValueError: at build if `a` and `h` are not rank-3 tensors with the same, defined last dimension.
+        `[batch, len_a, 2]`: `[..., 0]` the distance (>= 1e-6), `[..., 1]` the cosine (in [-1, 1]).
 
     Examples:
-
-    ```python
-    t = EucCosComparison()([a_bar, h])  # [batch, len_a, 2]
-    ```
+        `t = EucCosComparison()([a_bar, h])  # [batch, len_a, 2]`
 
     Reference:
-        - [Wang, Jiang. A Compare-Aggregate Model for Matching Text Sequences. ICLR 2017](
-          https://arxiv.org/abs/1611.01747), section 2.3, eq. 5.
+        Wang & Jiang (2017), section 2.3, eq. 5 (full citation in `Comparison`).
     """
 
     def output_dim(self, dim):
@@ -268,35 +248,17 @@ class EucCosComparison(Comparison):
 
 @keras.saving.register_keras_serializable(package="keras_match")
 class SubComparison(_ElementwiseComparison):
-    """SUBTRACTION (SUB) comparison: `t_j = (a_j - h_j) * (a_j - h_j)` (element-wise).
+    """SUBTRACTION (SUB) comparison: `t_j = (a_j - h_j) * (a_j - h_j)` (element-wise), eq. 6 of Wang & Jiang.
 
-    Implements eq. 6 of Wang & Jiang (2017). No weights; summing the features gives the squared Euclidean
-    distance.
-
-    Args:
-        **kwargs: standard `keras.layers.Layer` arguments (`name`, `dtype`).
-
-    Call arguments:
-        inputs: `[a, h]`, float tensors `[batch, len_a, l]` each (the preprocessed answer words `a_bar_j` and
-            their attention-weighted question vectors `h_j`).
-        mask: `None` or `[a_mask, h_mask]` (bool `[batch, len_a]`, True = real word; `h_mask` is ignored, `h`
-            is aligned to `a`); picked up automatically from Keras masks.
-
-    Returns:
-        `[batch, len_a, l]` (non-negative), 0 at padded answer positions; carries `a`'s mask.
-
-    Raises:
-        ValueError: at build if `a` and `h` are not rank-3 tensors with the same, defined last dimension.
+    No weights; summing the features gives the squared Euclidean distance. Output `[batch, len_a, l]`,
+    non-negative. Call arguments (`[a, h]`, float `[batch, len_a, l]` each, with `a`'s mask), padding and
+    shape errors: as `Comparison`; `**kwargs`: standard `keras.layers.Layer` arguments (`name`, `dtype`).
 
     Examples:
-
-    ```python
-    t = SubComparison()([a_bar, h])  # [batch, len_a, l]
-    ```
+        `t = SubComparison()([a_bar, h])  # [batch, len_a, l]`
 
     Reference:
-        - [Wang, Jiang. A Compare-Aggregate Model for Matching Text Sequences. ICLR 2017](
-          https://arxiv.org/abs/1611.01747), section 2.3, eq. 6.
+        Wang & Jiang (2017), section 2.3, eq. 6 (full citation in `Comparison`).
     """
 
     def compare(self, a, h):
@@ -305,34 +267,17 @@ class SubComparison(_ElementwiseComparison):
 
 @keras.saving.register_keras_serializable(package="keras_match")
 class MultComparison(_ElementwiseComparison):
-    """MULTIPLICATION (MULT) comparison: `t_j = a_j * h_j` (element-wise).
+    """MULTIPLICATION (MULT) comparison: `t_j = a_j * h_j` (element-wise), eq. 7 of Wang & Jiang (2017).
 
-    Implements eq. 7 of Wang & Jiang (2017). No weights; summing the features gives the dot product.
-
-    Args:
-        **kwargs: standard `keras.layers.Layer` arguments (`name`, `dtype`).
-
-    Call arguments:
-        inputs: `[a, h]`, float tensors `[batch, len_a, l]` each (the preprocessed answer words `a_bar_j` and
-            their attention-weighted question vectors `h_j`).
-        mask: `None` or `[a_mask, h_mask]` (bool `[batch, len_a]`, True = real word; `h_mask` is ignored, `h`
-            is aligned to `a`); picked up automatically from Keras masks.
-
-    Returns:
-        `[batch, len_a, l]`, 0 at padded answer positions; carries `a`'s mask.
-
-    Raises:
-        ValueError: at build if `a` and `h` are not rank-3 tensors with the same, defined last dimension.
+    No weights; summing the features gives the dot product `a_j . h_j`. Output `[batch, len_a, l]`, of any
+    sign. Call arguments (`[a, h]`, float `[batch, len_a, l]` each, with `a`'s mask), padding and shape
+    errors: as `Comparison`; `**kwargs`: standard `keras.layers.Layer` arguments (`name`, `dtype`).
 
     Examples:
-
-    ```python
-    t = MultComparison()([a_bar, h])  # [batch, len_a, l]
-    ```
+        `t = MultComparison()([a_bar, h])  # [batch, len_a, l]`
 
     Reference:
-        - [Wang, Jiang. A Compare-Aggregate Model for Matching Text Sequences. ICLR 2017](
-          https://arxiv.org/abs/1611.01747), section 2.3, eq. 7.
+        Wang & Jiang (2017), section 2.3, eq. 7 (full citation in `Comparison`).
     """
 
     def compare(self, a, h):
@@ -341,41 +286,23 @@ class MultComparison(_ElementwiseComparison):
 
 @keras.saving.register_keras_serializable(package="keras_match")
 class SubMultNNComparison(_DenseComparison):
-    """SUBMULT+NN comparison: `t_j = ReLU(W [(a_j - h_j) * (a_j - h_j); a_j * h_j] + b)`.
+    """SUBMULT+NN comparison: `t_j = ReLU(W [(a_j - h_j) * (a_j - h_j); a_j * h_j] + b)`, eq. 8 of Wang & Jiang.
 
-    Implements eq. 8 of Wang & Jiang (2017), `W in R^{l x 2l}`, `b in R^l`: the SUB (eq. 6) and MULT (eq. 7)
-    features, concatenated in that order, through one ReLU layer.
-
-    Args:
-        units: int or None, the output size (`None`: the input size `l`, as in the paper).
-        **kwargs: standard `keras.layers.Layer` arguments (`name`, `dtype`).
-
-    Call arguments:
-        inputs: `[a, h]`, float tensors `[batch, len_a, l]` each (the preprocessed answer words `a_bar_j` and
-            their attention-weighted question vectors `h_j`).
-        mask: `None` or `[a_mask, h_mask]` (bool `[batch, len_a]`, True = real word; `h_mask` is ignored, `h`
-            is aligned to `a`); picked up automatically from Keras masks.
-
-    Returns:
-        `[batch, len_a, units]` (non-negative), 0 at padded answer positions; carries `a`'s mask.
+    `W in R^{l x 2l}`, `b in R^l` in the paper: the SUB (eq. 6) and MULT (eq. 7) features, concatenated in
+    that order, through one ReLU layer. The output is `[batch, len_a, units]`, non-negative; the `units`
+    argument (`None`: `l`, as in the paper), its error and the standard `**kwargs`: as `_UnitsComparison`.
+    Call arguments (`[a, h]`, float `[batch, len_a, l]` each, with `a`'s mask), padding and shape errors: as
+    `Comparison`.
 
     Weights:
         `dense/kernel [2l, units]` (rows `0..l-1` read the SUB features, rows `l..2l-1` the MULT features),
         `dense/bias [units]`.
 
-    Raises:
-        ValueError: at construction if `units` is not a positive integer or None;
-            at build if `a` and `h` are not rank-3 tensors with the same, defined last dimension.
-
     Examples:
-
-    ```python
-    t = SubMultNNComparison()([a_bar, h])  # [batch, len_a, l]
-    ```
+        `t = SubMultNNComparison()([a_bar, h])  # [batch, len_a, l]`
 
     Reference:
-        - [Wang, Jiang. A Compare-Aggregate Model for Matching Text Sequences. ICLR 2017](
-          https://arxiv.org/abs/1611.01747), section 2.3, eq. 8.
+        Wang & Jiang (2017), section 2.3, eq. 8 (full citation in `Comparison`).
     """
 
     def features(self, a, h):

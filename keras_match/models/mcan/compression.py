@@ -6,7 +6,9 @@ Each is a few lines, and the name -> class table `get_compression` reads sits ne
 compression function is one edit in one place.
 
 All three work position-wise on any rank >= 2 input, so they carry the input mask through unchanged; padding is
-handled by the caller (`MultiCastAttention` zeroes the features of padded positions).
+handled by the caller (`MultiCastAttention` zeroes the features of padded positions). These shared sections (input
+and output shape, masking) are written once, in `_Compression`; each class states its own equation, weights and
+errors.
 """
 
 import keras
@@ -17,7 +19,17 @@ from keras_match.layers.registry import by_name
 
 
 class _Compression(keras.layers.Layer):
-    """Shared plumbing: position-wise, mask passes through, output `[..., 1]`."""
+    """Shared plumbing of the three compression functions: position-wise, mask passes through, output `[..., 1]`.
+
+    Input shape:
+        `[..., n]` float tensor (any rank >= 2).
+
+    Output shape:
+        `[..., 1]`, same dtype.
+
+    Masking:
+        Position-wise; the input mask is passed through unchanged.
+    """
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
@@ -34,19 +46,11 @@ class _Compression(keras.layers.Layer):
 class SumCompression(_Compression):
     """Sum compression (SM): `F(x) = sum_i x_i`.
 
-    Implements eq. 10 of Tay et al. (2018). No weights.
+    Implements eq. 10 of Tay et al. (2018). No weights. Maps float `[..., n]` to `[..., 1]` of the same dtype,
+    position by position (masking: as `_Compression`, the mask passes through).
 
     Args:
         **kwargs: standard `keras.layers.Layer` arguments (`name`, `dtype`).
-
-    Input shape:
-        `[..., n]` float tensor.
-
-    Output shape:
-        `[..., 1]`, same dtype.
-
-    Masking:
-        Position-wise; the input mask is passed through unchanged.
 
     Examples:
 
@@ -71,20 +75,12 @@ class DenseCompression(_Compression):
     """Neural-network compression (NN): `F(x) = ReLU(x W_c + b_c)`.
 
     Implements eq. 11 of Tay et al. (2018). The flattened paper text writes `W_c x R^{n x 1}`; read as
-    `W_c in R^{n x 1}`, `b_c in R`. The output is non-negative (ReLU).
+    `W_c in R^{n x 1}`, `b_c in R`. Float `[..., n]` in, `[..., 1]` out (same dtype), non-negative (ReLU);
+    shapes and masking: as `_Compression`.
 
     Args:
         kernel_regularizer: optional regularizer of `W_c`.
         **kwargs: standard `keras.layers.Layer` arguments (`name`, `dtype`).
-
-    Input shape:
-        `[..., n]` float tensor.
-
-    Output shape:
-        `[..., 1]`, same dtype.
-
-    Masking:
-        Position-wise; the input mask is passed through unchanged.
 
     Weights (in `get_weights()` order):
         `kernel [n, 1]` (Glorot uniform), `bias [1]` (zeros): 2 trainable weights.
@@ -131,9 +127,10 @@ class FactorizationMachine(_Compression):
 
         F(x) = w0 + sum_i w_i x_i + sum_i sum_{j>i} <v_i, v_j> x_i x_j
 
-    with `w0` a scalar, `w in R^n`, `V = [v_1 ... v_n] in R^{n x k}` (`k = factors`). The flattened paper text
-    writes `w_i in R^n`; read as the vector `w in R^n` (each `w_i` a scalar). The pairwise term is computed in
-    O(n k) with Rendle's identity
+    with `w0` a scalar, `w in R^n`, `V = [v_1 ... v_n] in R^{n x k}` (`k = factors`), for each position's
+    features `x in R^n`: float `[..., n]` in, `[..., 1]` out, same dtype (shapes and masking: as `_Compression`).
+    The flattened paper text writes `w_i in R^n`; read as the vector `w in R^n` (each `w_i` a scalar). The
+    pairwise term is computed in O(n k) with Rendle's identity
 
         sum_i sum_{j>i} <v_i, v_j> x_i x_j = 0.5 * sum_f [ (sum_i v_if x_i)^2 - sum_i v_if^2 x_i^2 ].
 
@@ -146,15 +143,6 @@ class FactorizationMachine(_Compression):
         factors: int >= 1, the number of factors `k`. Defaults to 10.
         kernel_regularizer: optional regularizer of `w` and `V` (not of `w0`).
         **kwargs: standard `keras.layers.Layer` arguments (`name`, `dtype`).
-
-    Input shape:
-        `[..., n]` float tensor.
-
-    Output shape:
-        `[..., 1]`, same dtype.
-
-    Masking:
-        Position-wise; the input mask is passed through unchanged.
 
     Weights (in `get_weights()` order):
         `bias [1]` (w0, zeros), `linear [n, 1]` (w, Glorot uniform), `factors [n, k]` (V, normal with
