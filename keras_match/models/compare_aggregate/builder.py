@@ -70,19 +70,18 @@ def build_compare_aggregate(
         dense_units: int or None, width of the hidden tanh layer of eq. 10 (`W^s in R^{l x nl}`; None: `units`).
         embedding_dropout: float in [0, 1), dropout rate on the embedded words (the paper tunes it and does not
             report the value; 0.3 is the authors' README example for SNLI).
-        head: the shared head (`keras_match.models.common.MatchingHead`), `"score"` by default, given by its
-            settings `head`, `num_classes` (a classification head's labels) and `num_features` (pair features).
+        head: `"score"` (default: eq. 10's logit), `"softmax"` or `"classification"` (SNLI), with `num_classes`
+            and `num_features`: the settings of the shared `keras_match.models.common.MatchingHead`, or one.
         name: optional model name; default `"compare_aggregate_<comparison>"`.
 
     Returns:
-        An uncompiled `keras.Model` with inputs `{"question": int32 [batch, lq], "answer": int32 [batch, la]}`
-        (token ids, 0 = padding, right-padded; lengths may differ between batches), plus `"features"` float32
-        `[batch, num_features]` when `num_features > 0`, and one output, the head's: float32 `[batch, 1]` raw
-        scores for the default `"score"` head (`[batch, 2]` probabilities for `"softmax"`,
-        `[batch, num_classes]` for `"classification"`). The question is the text attended to (the premise for
-        entailment), the answer the text compared word by word (the hypothesis). Padding never changes a pair's
-        output (padded words get no attention weight and never enter the CNN's max); an empty answer gives
-        `r = 0` and an empty question `h = 0`, both finite.
+        An uncompiled `keras.Model` whose one output is the head's, float32 `[batch, 1]` raw scores for the
+        default `"score"` head (`MatchingHead` gives the other heads' shapes). Its inputs: the token ids
+        `{"question": int32 [batch, lq], "answer": int32 [batch, la]}` (`keras_match.models.common.token_inputs`:
+        0 = padding, right-padded) and, when `num_features > 0`, `MatchingHead`'s `"features"`. The question is
+        the text attended to (the premise for entailment), the answer the text compared word by word (the
+        hypothesis). Padding never changes a pair's output (padded words get no attention weight and never enter
+        the CNN's max); an empty answer gives `r = 0` and an empty question `h = 0`, both finite.
 
     Raises:
         ValueError: `embeddings` does not have `vocab_size` rows; `units`, `filters` or `dense_units` is not a

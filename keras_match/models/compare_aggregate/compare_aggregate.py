@@ -117,14 +117,15 @@ class CompareAggregate(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
+        # Each argument checked (ValueError) where it is kept.
         positive_int("units", units)
+        self.units = units
         positive_int("filters", filters, allow_none=True)
+        self.filters = filters
         comparison_class(comparison)  # raises ValueError for an unknown name
+        self.comparison = comparison
         self.windows = check_windows(windows)
         one_of("conv_padding", conv_padding, CONV_PADDINGS)
-        self.units = units
-        self.comparison = comparison
-        self.filters = filters
         self.conv_padding = conv_padding
         self.return_word_features = bool(return_word_features)
         self.supports_masking = True

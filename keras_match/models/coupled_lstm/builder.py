@@ -77,14 +77,16 @@ def build_coupled_lstm(
         dropout: float in [0, 1), dropout on the pooled vector and on the fully connected layer's output (the
             paper names no dropout: 0).
         l2: float, the L2 weight of every kernel (5e-5 ranking, 1e-5 classification, Table 1).
-        head: the shared head (`keras_match.models.common.MatchingHead`), `"score"` by default, given by its
-            settings `head`, `num_classes` (a classification head's labels) and `num_features` (pair features).
+        head: `"score"` (default: section 4.5's ranking score), `"softmax"` or `"classification"` (section 4.5's
+            softmax), with `num_classes` and `num_features`: the settings of the shared
+            `keras_match.models.common.MatchingHead`, or one.
         name: optional model name; default `"coupled_lstm"`.
 
     Returns:
-        An uncompiled `keras.Model` with inputs `{"question": int32 [batch, lq], "answer": int32 [batch, la]}`
-        (token ids, 0 = padding, right-padded; lengths may differ between batches), plus `"features"` float32
-        `[batch, num_features]` when `num_features > 0`, and the head's output (`[batch, 1]` for `"score"`).
+        An uncompiled `keras.Model` from the token ids
+        `{"question": int32 [batch, lq], "answer": int32 [batch, la]}` (`keras_match.models.common.token_inputs`:
+        0 = padding, right-padded) and, when `num_features > 0`, `MatchingHead`'s `"features"`, to the head's
+        float32 output (`[batch, 1]` for the default `"score"`, the other heads' shapes in `MatchingHead`).
 
     Raises:
         ValueError: `embeddings` does not have `vocab_size` rows, a size is not a positive integer, `coupling`,

@@ -138,17 +138,17 @@ def build_ctrn(
         dense_units: int, width h of the hidden dense layers (128 in the paper's Table 2).
         dropout: float in [0, 1), dropout rate (0.5 in the paper).
         l2: float, L2 regularisation weight lambda of eq. 3 (4e-6 in the paper).
-        head: the shared head (`keras_match.models.common.MatchingHead`), `"softmax"` by default, given by its
-            settings `head`, `num_classes` (a classification head's labels) and `num_features` (pair features).
+        head: `"softmax"` (default: the 2-class softmax layer of eq. 2), `"score"` or `"classification"`, with
+            `num_classes` and `num_features` (the word-overlap features, step 4): the settings of the shared
+            `keras_match.models.common.MatchingHead`, or one.
         name: optional model name; default `"ctrn"`.
 
     Returns:
-        An uncompiled `keras.Model` with inputs `{"question": int32 [batch, lq], "answer": int32 [batch, la]}`
-        (token ids, 0 = padding, right-padded; lengths may differ between batches), plus `"features"` float32
-        `[batch, num_features]` when `num_features > 0`, and one output, the head's: float32 `[batch, 2]`, the
-        softmax probabilities of (not relevant, relevant), for the default `"softmax"` head (`[batch, 1]` for
-        `"score"`, `[batch, num_classes]` for `"classification"`). Padding never changes a pair's output; an
-        empty text gives a finite one.
+        An uncompiled `keras.Model` with one output, the head's: for the default `"softmax"` head float32
+        `[batch, 2]`, the probabilities of (not relevant, relevant) of eq. 2 (`MatchingHead` gives the other
+        heads' shapes). Its inputs: the token ids `{"question": int32 [batch, lq], "answer": int32 [batch, la]}`
+        (`keras_match.models.common.token_inputs`: 0 = padding, right-padded) and, when `num_features > 0`,
+        `MatchingHead`'s `"features"`. Padding never changes a pair's output; an empty text gives a finite one.
 
     Raises:
         ValueError: `embeddings` does not have `vocab_size` rows, a size is not a positive integer,
@@ -202,10 +202,9 @@ def build_qrnn_matcher(
     It takes the arguments of `build_ctrn` except `alignment`; `name` defaults to `"qrnn"`.
 
     Returns:
-        As `build_ctrn`: an uncompiled `keras.Model` with inputs
-        `{"question": int32 [batch, lq], "answer": int32 [batch, la]}` (token ids, 0 = padding, right-padded;
-        lengths may differ between batches), plus `"features"` float32 `[batch, num_features]` when
-        `num_features > 0`, and the head's output.
+        As `build_ctrn`: an uncompiled `keras.Model` with the same inputs (int32 token ids
+        `{"question": [batch, lq], "answer": [batch, la]}`, 0 = padding, and the optional `"features"`) and the
+        same head's output (float32 `[batch, 2]` for the default `"softmax"` head).
 
     Raises:
         ValueError: as `build_ctrn`.

@@ -87,15 +87,13 @@ class CTRN(QRNNConvolutionLayer):
     The layer adds no weights over `QRNN`: same fused kernel `[k, m, 3 * units]` (Z, F, O) and bias.
 
     Args:
-        units: int, number of filters d (the output size).
-        kernel_size: int, filter width k of the causal convolutions (2 in the paper's Table 2). Defaults to 2.
+        units: int, number of filters d (the output size), as in `QRNN`.
+        kernel_size: int, filter width k of the shared convolutions, as in `QRNN`. Defaults to 2.
         alignment: `"index"` (default) or `"stretch"`, how the partner's step `t*` is chosen (above).
-        use_bias: bool, whether the convolutions have biases. Defaults to True.
-        kernel_initializer: initializer of the fused kernel. Defaults to `"glorot_uniform"`.
-        bias_initializer: initializer of the fused bias. Defaults to `"zeros"`.
-        kernel_regularizer: optional regularizer of the kernel (the paper's L2 on all weights).
-        bias_regularizer: optional regularizer of the bias.
-        **kwargs: standard `keras.layers.Layer` arguments (`name`, `dtype`, `trainable`).
+
+    The other arguments (`use_bias`, the kernel's and the bias's initializers and regularizers, the standard
+    `keras.layers.Layer` ones) are `QRNN`'s, with the same defaults: both layers take them from their base class
+    `keras_match.models.ctrn.qrnn.QRNNConvolutionLayer`.
 
     Call arguments:
         inputs: a pair `[q, a]` of float tensors `[batch, lq, m]` and `[batch, la, m]` (`lq`, `la` may differ
@@ -243,8 +241,8 @@ class CTRN(QRNNConvolutionLayer):
         return pass_pair_masks(mask)
 
     def compute_output_shape(self, input_shape):
-        q_shape, a_shape = (tuple(s) for s in input_shape)
-        return q_shape[:-1] + (self.units,), a_shape[:-1] + (self.units,)
+        q_shape, a_shape = input_shape
+        return super().compute_output_shape(q_shape), super().compute_output_shape(a_shape)  # as QRNN's, per text
 
     def get_config(self):
         config = super().get_config()

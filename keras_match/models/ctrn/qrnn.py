@@ -114,7 +114,8 @@ class QRNNConvolutionLayer(keras.layers.Layer):
     """Base class of `QRNN` and `CTRN`: the arguments and config of the fused Z/F/O convolutions of eq. 1.
 
     A subclass creates the weights in `build` with `add_gate_weights` (so both layers have exactly the same
-    parameters) and computes the gates with `causal_windows` and `gate`. The layers are mask-aware.
+    parameters) and computes the gates with `causal_windows` and `gate`. The layers are mask-aware. The arguments
+    are documented in `QRNN`; the output of one text `[batch, time, m]` is `[batch, time, units]`.
 
     Raises:
         ValueError: at construction if `units` or `kernel_size` is not a positive integer.
@@ -156,6 +157,9 @@ class QRNNConvolutionLayer(keras.layers.Layer):
             }
         )
         return config
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape[:-1]) + (self.units,)
 
 
 @keras.saving.register_keras_serializable(package="keras_match")
@@ -232,7 +236,7 @@ class QRNN(QRNNConvolutionLayer):
           https://arxiv.org/abs/1611.01576), eq. 1-4 (fo-pooling).
     """
 
-    # The arguments and the config come from `QRNNConvolutionLayer`; the mask passes through
+    # The arguments, the config and the output shape come from `QRNNConvolutionLayer`; the mask passes through
     # (`supports_masking`).
 
     def build(self, input_shape):
@@ -254,6 +258,3 @@ class QRNN(QRNNConvolutionLayer):
             hidden = tf.where(real, hidden, 0.0)
         # The gates are float32 under bfloat16 (`gate`); a no-op in float32.
         return tf.cast(tf.transpose(hidden, [1, 0, 2]), self.compute_dtype)
-
-    def compute_output_shape(self, input_shape):
-        return tuple(input_shape[:-1]) + (self.units,)

@@ -76,17 +76,16 @@ def build_mcan(
         shared_affinity: bool, one affinity function F (eq. 2) for the alignment, max and mean casts (True), or
             one per cast ("we do not share parameters across multiple attention casts", section 2.3); see
             `MultiCastAttention`.
-        head: the shared head (`keras_match.models.common.MatchingHead`), `"softmax"` by default, given by its
-            settings `head`, `num_classes` (a classification head's labels) and `num_features` (pair features).
+        head: `"softmax"` (default: eq. 16), `"score"` or `"classification"`, with `num_classes` and
+            `num_features`: the settings of the shared `keras_match.models.common.MatchingHead`, or one.
         name: optional model name; default `"mcan_<compression>"`.
 
     Returns:
-        An uncompiled `keras.Model` with inputs `{"question": int32 [batch, lq], "answer": int32 [batch, la]}`
-        (token ids, 0 = padding, right-padded; lengths may differ between batches), plus `"features"` float32
-        `[batch, num_features]` when `num_features > 0`, and one output, the head's: float32
-        `[batch, 2]`, the softmax probabilities of (not relevant, relevant) for the default `"softmax"` head
-        (`[batch, 1]` raw scores for `"score"`, `[batch, num_classes]` for `"classification"`). Padding never
-        changes a pair's output.
+        An uncompiled `keras.Model` whose one output is the head's, for the default `"softmax"` head float32
+        `[batch, 2]`, the probabilities of (not relevant, relevant) of eq. 16 (`MatchingHead` gives the other
+        heads' shapes). Its inputs: the token ids `{"question": int32 [batch, lq], "answer": int32 [batch, la]}`
+        (`keras_match.models.common.token_inputs`: 0 = padding, right-padded) and, when `num_features > 0`,
+        `MatchingHead`'s `"features"`. Padding never changes a pair's output.
 
     Raises:
         ValueError: if `embeddings` does not have `vocab_size` rows, `compression` or `head` is unknown, or
