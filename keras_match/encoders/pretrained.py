@@ -103,7 +103,9 @@ class PretrainedEncoder:
         parameters: the backbone's parameter count (keras-hub's `BertBackbone.count_params()`).
         hidden_dim: the width of the per-token states.
         num_layers: the number of transformer layers.
-        pad_id, cls_id, sep_id: the WordPiece ids of `[PAD]`, `[CLS]`, `[SEP]`.
+        pad_id: the WordPiece id of `[PAD]`.
+        cls_id: the WordPiece id of `[CLS]`.
+        sep_id: the WordPiece id of `[SEP]`.
         description: what it is, one sentence.
         reference: the papers.
     """

@@ -97,8 +97,14 @@ class TransformerStates(keras.layers.Layer):
     same states in training and inference.
 
     Args:
-        vocabulary_size, num_layers, num_heads, hidden_dim, intermediate_dim, dropout, max_sequence_length,
-            num_segments: the backbone's architecture (`BertBackbone`'s arguments).
+        vocabulary_size: int, the WordPiece vocabulary's size (`BertBackbone`'s argument, as the five below).
+        num_layers: int, the number of transformer layers.
+        num_heads: int, attention heads per layer.
+        hidden_dim: int, the width of the per-token states.
+        intermediate_dim: int, the width of each layer's feed-forward block.
+        dropout: float, the backbone's dropout rate (used only in the parts that train).
+        max_sequence_length: int, the most token ids a text may have (position embeddings).
+        num_segments: int, the number of segment ids (segment 0 is used).
         layers: `"last"` or `"mix"` (see above).
         trainable_layers: `"frozen"`, `"all"` (every backbone weight but the pooler's), or an int k: only the top
             k transformer layers train (the embeddings and the lower layers stay frozen).
@@ -324,7 +330,9 @@ def tokenizer(name="minilm-l6", encoders_dir=None, download_missing=None):
     (`keras_hub.layers.StartEndPacker`, `MultiSegmentPacker`), and padding is id 0.
 
     Args:
-        name, encoders_dir, download_missing: as `keras_match.encoders.pretrained.locate`.
+        name: the pretrained encoder's name (`"minilm-l6"`), as `keras_match.encoders.pretrained.locate`.
+        encoders_dir: optional folder holding the encoder's folder, as `locate`.
+        download_missing: whether missing files are fetched, as `locate`.
 
     Returns:
         A `keras_hub.models.BertTokenizer`: `tokenizer(["some text"])` gives int32 ids, ragged for a batch.
