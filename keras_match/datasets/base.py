@@ -110,9 +110,7 @@ class Split:
     def __len__(self) -> int:
         return len(self.questions)
 
-    @property
-    def num_questions(self) -> int:
-        return len(self.questions)
+    num_questions = property(__len__, doc="The number of questions, `len(split)`.")
 
     @property
     def num_pairs(self) -> int:

@@ -73,9 +73,7 @@ class PairSplit:
     def __len__(self) -> int:
         return len(self.labels)
 
-    @property
-    def num_pairs(self) -> int:
-        return len(self.labels)
+    num_pairs = property(__len__, doc="The number of pairs, `len(split)`.")
 
     def counts(self) -> dict:
         """Counts for reports.

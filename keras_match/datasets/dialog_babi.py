@@ -295,14 +295,8 @@ class ResponseSplit:
     def __len__(self) -> int:
         return len(self.gold)
 
-    @property
-    def num_examples(self) -> int:
-        return len(self.gold)
-
-    @property
-    def num_pairs(self) -> int:
-        """The number of examples (one per bot turn; what a training log counts)."""
-        return len(self.gold)
+    num_examples = property(__len__, doc="The number of examples (one per bot turn), `len(split)`.")
+    num_pairs = property(__len__, doc="The number of examples, `len(split)` (what a training log counts).")
 
     @property
     def num_dialogs(self) -> int:
@@ -529,11 +523,8 @@ def load(task: int, variant=None, data_dir=None, *, train_split=None, download=N
     Args:
         task: 1 to 6.
         variant: ``None`` (the only choice).
-        data_dir: the data directory, or ``None`` for the default (the argument, then ``$KERAS_MATCH_DATA``, then
-            the user cache; see :func:`keras_match.datasets.resolve_data_dir`).
         train_split: ``None`` or ``"train"`` (the only one).
-        download: fetch the missing or damaged files of ``dialog_babi/`` from their public originals first:
-            ``None`` (default) only into the user cache, ``True`` always, ``False`` never.
+        data_dir, download: as in :func:`keras_match.datasets.load`, for the files of ``dialog_babi/``.
 
     Returns:
         The dataset: splits ``"train"``, ``"dev"``, ``"test"`` and, for tasks 1-5, ``"test-oov"``;

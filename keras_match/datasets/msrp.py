@@ -139,11 +139,8 @@ def load(variant=None, data_dir=None, *, train_split=None, download=None) -> Cla
 
     Args:
         variant: ``None`` (the only choice).
-        data_dir: the data directory, or ``None`` for the default (see :func:`keras_match.datasets.resolve_data_dir`).
         train_split: ``None`` or ``"train"`` (the only one).
-        download: fetch the missing or damaged files of ``msrp/`` from their public originals first:
-            ``None`` (default) only into the user cache, ``True`` always, ``False`` never (see
-            :mod:`keras_match.datasets.download`).
+        data_dir, download: as in :func:`keras_match.datasets.load`, for the files of ``msrp/``.
 
     Returns:
         The dataset with splits ``"train"``, ``"dev"`` and ``"test"`` and ``label_names``

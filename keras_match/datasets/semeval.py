@@ -120,12 +120,9 @@ def load(variant=None, data_dir=None, *, train_split=None, download=None) -> Mat
 
     Args:
         variant: ``"official"`` (default) or ``"filtered"``.
-        data_dir: the data directory, or ``None`` for the default (see :func:`keras_match.datasets.resolve_data_dir`).
         train_split: ``None`` or ``"train-part2"`` (the default), or ``"train-part2+train-2015"`` (with the
             organizers' 2015 training threads; ``metadata["qrels"]["train"]`` is then a list of both qrels files).
-        download: fetch the missing or damaged files of ``semeval2016_task3_cqa/`` from their public originals first:
-            ``None`` (default) only into the user cache, ``True`` always, ``False`` never (see
-            :mod:`keras_match.datasets.download`).
+        data_dir, download: as in :func:`keras_match.datasets.load`, for the files of ``semeval2016_task3_cqa/``.
 
     Returns:
         The dataset with splits ``"train"`` and ``"dev"``; ``metadata`` holds ``data_dir``, ``qrels``

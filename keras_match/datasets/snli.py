@@ -107,11 +107,8 @@ def load(variant=None, data_dir=None, *, train_split=None, download=None) -> Cla
 
     Args:
         variant: ``None`` (the only choice).
-        data_dir: the data directory, or ``None`` for the default (see :func:`keras_match.datasets.resolve_data_dir`).
         train_split: must be ``None``: SNLI has no training split here.
-        download: fetch the missing or damaged files of ``snli/`` from their public originals first:
-            ``None`` (default) only into the user cache, ``True`` always, ``False`` never (see
-            :mod:`keras_match.datasets.download`).
+        data_dir, download: as in :func:`keras_match.datasets.load`, for the files of ``snli/``.
 
     Returns:
         The dataset with splits ``"dev"`` and ``"test"`` and ``label_names``

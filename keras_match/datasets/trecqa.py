@@ -99,13 +99,10 @@ def load(variant=None, data_dir=None, *, train_split=None, no_positive="skip", d
     Args:
         variant: ``"clean"`` (default) or ``"raw"`` dev/test files; ``"train"`` or ``"train-all"`` name the
             training set instead (with the clean dev/test files).
-        data_dir: the data directory, or ``None`` for the default (see :func:`keras_match.datasets.resolve_data_dir`).
         train_split: ``"train-all"`` (default, TRAIN-ALL) or ``"train"`` (the small manually checked TRAIN).
         no_positive: raw dev/test questions without a relevant answer: ``"skip"`` (default, dropped) or
             ``"zero"`` (kept, scored 0: trec_eval's figure; ``metadata["no_positive_rule"]`` says which).
-        download: fetch the missing or damaged files of ``trecqa/`` from their public originals first:
-            ``None`` (default) only into the user cache, ``True`` always, ``False`` never (see
-            :mod:`keras_match.datasets.download`).
+        data_dir, download: as in :func:`keras_match.datasets.load`, for the files of ``trecqa/``.
 
     Returns:
         The dataset with splits ``"train"``, ``"dev"`` and ``"test"``; ``metadata`` holds ``data_dir``,

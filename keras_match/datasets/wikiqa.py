@@ -101,11 +101,8 @@ def load(variant=None, data_dir=None, *, train_split=None, download=None) -> Mat
 
     Args:
         variant: ``None`` or ``"filtered"`` (the default), or ``"answered"``.
-        data_dir: the data directory, or ``None`` for the default (see :func:`keras_match.datasets.resolve_data_dir`).
         train_split: ``None`` or ``"train"`` (the only one).
-        download: fetch the missing or damaged files of ``wikiqa/`` from their public originals first:
-            ``None`` (default) only into the user cache, ``True`` always, ``False`` never (see
-            :mod:`keras_match.datasets.download`).
+        data_dir, download: as in :func:`keras_match.datasets.load`, for the files of ``wikiqa/``.
 
     Returns:
         The dataset with splits ``"train"``, ``"dev"`` and ``"test"``; ``metadata`` holds ``data_dir``,

@@ -26,8 +26,8 @@ import tensorflow as tf
 
 from keras_match import text
 from keras_match.artifacts import storage
-from keras_match.preprocessors.base import Preprocessor
-from keras_match.preprocessors.base import vocabulary_encoder
+from keras_match.preprocessors.pair import VocabularyPreprocessor
+from keras_match.preprocessors.pair import positive_lengths
 from keras_match.settings import POSITIVE_INT
 from keras_match.settings import PreprocessingSettings
 
@@ -124,7 +124,7 @@ def last_turns(history, max_turns):
 
 
 @keras.saving.register_keras_serializable(package="keras_match")
-class DialogPreprocessor(Preprocessor):
+class DialogPreprocessor(VocabularyPreprocessor):
     """Maps dialog turns (history, last user utterance) to a response-selection model's token ids, and holds the
     task's candidate set.
 
@@ -164,15 +164,9 @@ class DialogPreprocessor(Preprocessor):
     def __init__(self, vocabulary=None, candidates=None, max_turns=20, max_turn_length=20, max_context_length=20,
                  max_candidate_length=20, lowercase=True, **kwargs):
         super().__init__(**kwargs)
-        for name, value in (("max_turns", max_turns), ("max_turn_length", max_turn_length),
-                            ("max_context_length", max_context_length),
-                            ("max_candidate_length", max_candidate_length)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        self.max_turns = int(max_turns)
-        self.max_turn_length = int(max_turn_length)
-        self.max_context_length = int(max_context_length)
-        self.max_candidate_length = int(max_candidate_length)
+        lengths = positive_lengths(max_turns=max_turns, max_turn_length=max_turn_length,
+                                   max_context_length=max_context_length, max_candidate_length=max_candidate_length)
+        self.max_turns, self.max_turn_length, self.max_context_length, self.max_candidate_length = lengths
         self.lowercase = bool(lowercase)
         self.encoder = None
         self.candidates = None
@@ -185,16 +179,16 @@ class DialogPreprocessor(Preprocessor):
 
     # ---- state ------------------------------------------------------------------------------------------------
 
-    def set_vocabulary(self, vocabulary):
-        """Sets the vocabulary: a `TextEncoder`, a list of words or a vocabulary file (read in place)."""
-        self.encoder = vocabulary_encoder(vocabulary, self.lowercase)
-        self._candidate_ids = None
-
     def set_candidates(self, candidates):
         """Sets the candidate set: a sequence of texts (the model's output columns, in order)."""
         self.candidates = _check_candidates(candidates)
         self._candidate_ids = None
         self._asset = None
+
+    def set_vocabulary(self, vocabulary):
+        """`VocabularyPreprocessor.set_vocabulary`; the candidates' ids are encoded again when next asked for."""
+        super().set_vocabulary(vocabulary)
+        self._candidate_ids = None
 
     def extend_vocabulary(self, fresh) -> int:
         """`Preprocessor.extend_vocabulary`, and the candidate set becomes `fresh`'s (the new task's responses:
@@ -208,11 +202,6 @@ class DialogPreprocessor(Preprocessor):
             raise ValueError("DialogPreprocessor has no vocabulary: pass vocabulary= or call load_assets()")
         if self.candidates is None:
             raise ValueError("DialogPreprocessor has no candidate set: pass candidates= or call load_assets()")
-
-    @property
-    def vocab_size(self) -> int:
-        self._check_ready()
-        return self.encoder.vocab_size
 
     @property
     def num_candidates(self) -> int:

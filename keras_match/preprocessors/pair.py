@@ -69,9 +69,38 @@ class PairSettings(PreprocessingSettings):
     bm25_feature: bool = False
 
 
+def positive_lengths(**lengths) -> tuple:
+    """The truncation lengths given by name (`max_question_length=40, ...`), as ints, in the order given.
+
+    Raises:
+        ValueError: one is not a positive integer (a bool is not one); the message names it.
+    """
+    for name, value in lengths.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return tuple(int(value) for value in lengths.values())
+
+
+class VocabularyPreprocessor(Preprocessor):
+    """A preprocessor whose token ids come from one `keras_match.text.TextEncoder` vocabulary: what
+    `PairPreprocessor` and `keras_match.preprocessors.dialog.DialogPreprocessor` share (`set_vocabulary` and
+    `encoder`, which `Preprocessor.extend_vocabulary` uses, and `vocab_size`). Not registered: a subclass sets
+    `lowercase` and `encoder` in its `__init__` and defines `_check_ready` (ValueError while an asset is missing).
+    """
+
+    def set_vocabulary(self, vocabulary):
+        """Sets the vocabulary: a `TextEncoder`, a list of words or a vocabulary file (read in place)."""
+        self.encoder = vocabulary_encoder(vocabulary, self.lowercase)
+
+    @property
+    def vocab_size(self) -> int:
+        """Number of token ids (the model's embedding rows): the vocabulary plus padding and OOV."""
+        self._check_ready()
+        return self.encoder.vocab_size
+
 
 @keras.saving.register_keras_serializable(package="keras_match")
-class PairPreprocessor(Preprocessor):
+class PairPreprocessor(VocabularyPreprocessor):
     """Maps raw (question, answer) text pairs to a matching model's inputs.
 
     Inputs are tokenized with the GloVe-style tokenizer of `keras_match.text`, looked up in the vocabulary
@@ -143,11 +172,8 @@ class PairPreprocessor(Preprocessor):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        for name, value in (("max_question_length", max_question_length), ("max_answer_length", max_answer_length)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        self.max_question_length = int(max_question_length)
-        self.max_answer_length = int(max_answer_length)
+        self.max_question_length, self.max_answer_length = positive_lengths(
+            max_question_length=max_question_length, max_answer_length=max_answer_length)
         self.lowercase = bool(lowercase)
         self.overlap_features = bool(overlap_features)
         self.bm25_feature = bool(bm25_feature)
@@ -158,11 +184,7 @@ class PairPreprocessor(Preprocessor):
         if document_frequencies is not None:
             self.set_document_frequencies(document_frequencies)
 
-    # ---- state ------------------------------------------------------------------------------------------------
-
-    def set_vocabulary(self, vocabulary):
-        """Sets the vocabulary: a `TextEncoder`, a list of words or a vocabulary file (read in place)."""
-        self.encoder = vocabulary_encoder(vocabulary, self.lowercase)
+    # ---- state (the vocabulary: `VocabularyPreprocessor`) ------------------------------------------------------
 
     def set_document_frequencies(self, frequencies):
         """Sets the overlap features' document frequencies: an `OverlapFeatures` or its file (read in place)."""
@@ -174,12 +196,6 @@ class PairPreprocessor(Preprocessor):
             raise ValueError(f"the document frequencies have lowercase={frequencies.lowercase}, the preprocessor "
                              f"lowercase={self.lowercase}")
         self.overlap = frequencies
-
-    @property
-    def vocab_size(self) -> int:
-        """Number of token ids (the model's embedding rows): the vocabulary plus padding and OOV."""
-        self._check_ready()
-        return self.encoder.vocab_size
 
     @property
     def feature_names(self) -> list:
