@@ -18,7 +18,12 @@ from keras_match.layers.highway import _clone_initializer
 from keras_match.layers.masked_ops import HALF_DTYPES
 from keras_match.layers.masked_ops import accumulation_dtype
 from keras_match.layers.masked_ops import as_bool_mask
+from keras_match.layers.masked_ops import is_shape_pair
 from keras_match.layers.masked_ops import zero_padded
+from keras_match.layers.weight_settings import set_weight_settings
+from keras_match.layers.weight_settings import weight_setting
+from keras_match.layers.weight_settings import weight_settings
+from keras_match.layers.weight_settings import weight_settings_config
 
 VARIANTS = ("n", "i", "s")
 """The CARNN units: "n" non-independent gates (eq. 3), "i" independent gates (eq. 5), "s" simplified candidate
@@ -120,8 +125,8 @@ class CARNNCell(keras.layers.Layer):
 
     Reference:
         - Tran, Lai, Haffari, Zukerman, Bui, Bui. The Context-dependent Additive Recurrent Neural Net. NAACL-HLT
-          2018, pp. 1274-1283, section 3: eq. 3 (nCARNN), 4 (its unrolled form), 5 (iCARNN), 6 (sCARNN), 7 (the
-          unrolled form of sCARNN).
+          2018, pp. 1274-1283, section 3: one step of the units nCARNN (eq. 3), iCARNN (eq. 5) and sCARNN (eq. 6);
+          eq. 4 and 7 are their unrolled forms (`CARNN` computes them).
     """
 
     def __init__(
@@ -130,12 +135,8 @@ class CARNNCell(keras.layers.Layer):
         variant="n",
         *,
         context_dim,
-        kernel_initializer="glorot_uniform",
-        recurrent_initializer="orthogonal",
-        bias_initializer="zeros",
-        kernel_regularizer=None,
-        recurrent_regularizer=None,
-        bias_regularizer=None,
+        kernel_initializer="glorot_uniform", recurrent_initializer="orthogonal", bias_initializer="zeros",
+        kernel_regularizer=None, recurrent_regularizer=None, bias_regularizer=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -145,12 +146,11 @@ class CARNNCell(keras.layers.Layer):
         self.units = units
         self.variant = variant
         self.context_dim = context_dim
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
-        self.recurrent_initializer = keras.initializers.get(recurrent_initializer)
-        self.bias_initializer = keras.initializers.get(bias_initializer)
-        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
-        self.recurrent_regularizer = keras.regularizers.get(recurrent_regularizer)
-        self.bias_regularizer = keras.regularizers.get(bias_regularizer)
+        set_weight_settings(
+            self,
+            (kernel_initializer, recurrent_initializer, bias_initializer),
+            (kernel_regularizer, recurrent_regularizer, bias_regularizer),
+        )
         self.output_size = units
 
     @property
@@ -176,11 +176,7 @@ class CARNNCell(keras.layers.Layer):
 
         def weight(name, shape, kind, offset):
             # Each weight gets its own copy of the initializer (an unseeded one would repeat its values).
-            initializer, regularizer = {
-                "kernel": (self.kernel_initializer, self.kernel_regularizer),
-                "recurrent": (self.recurrent_initializer, self.recurrent_regularizer),
-                "bias": (self.bias_initializer, self.bias_regularizer),
-            }[kind]
+            initializer, regularizer = weight_setting(self, kind)
             return self.add_weight(
                 name=name,
                 shape=shape,
@@ -237,12 +233,7 @@ class CARNNCell(keras.layers.Layer):
                 "units": self.units,
                 "variant": self.variant,
                 "context_dim": self.context_dim,
-                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
-                "recurrent_initializer": keras.initializers.serialize(self.recurrent_initializer),
-                "bias_initializer": keras.initializers.serialize(self.bias_initializer),
-                "kernel_regularizer": keras.regularizers.serialize(self.kernel_regularizer),
-                "recurrent_regularizer": keras.regularizers.serialize(self.recurrent_regularizer),
-                "bias_regularizer": keras.regularizers.serialize(self.bias_regularizer),
+                **weight_settings_config(self),
             }
         )
         return config
@@ -261,22 +252,20 @@ def _time_major_dense(x, kernel, bias=None):
 class CARNN(keras.layers.Layer):
     """A Context-dependent Additive Recurrent Neural Net over a sequence, controlled by a context vector.
 
-    Implements the nCARNN, iCARNN and sCARNN units of Tran et al. (2018) (eq. 3, 5, 6), run over a sequence
-    `e_1 .. e_M` with one global context `c` per example:
+    Runs the nCARNN, iCARNN or sCARNN unit of Tran et al. (2018) (eq. 3, 5, 6; its update gate `g_u^m`, reset
+    gate `g_f^m` and projected input `e_bar_m` are written out in `CARNNCell`) over a sequence `e_1 .. e_M` with
+    one global context `c` per example, each step's update written as
 
-        g_u^m = sigmoid(W_cu c + W_hu h_{m-1} + W_eu e_m + b_u)       (eq. 3; eq. 5, 6: no W_h term)
-        g_f^m = sigmoid(W_cf c + W_hf h_{m-1} + W_ef e_m + b_f)       (eq. 3; eq. 5, 6: no W_h term)
-        e_bar_m = W_e_bar e_m + b_e_bar                               (eq. 3, 5; eq. 6: e_bar_m = e_m)
-        h_m = g_u^m * (g_f^m * e_bar_m) + (1 - g_u^m) * h_{m-1}      (eq. 3, 5, 6)
+        h_m = a_m * h_{m-1} + b_m,    a_m = 1 - g_u^m,    b_m = g_u^m * g_f^m * e_bar_m     (eq. 3, 5, 6)
 
     with `h_0 = 0` **[I]** (the paper does not state the initial state).
 
     - `"n"` runs a `CARNNCell` in `keras.layers.RNN`; the context reaches every step concatenated to its input
       (`[e_m; c]`) **[I]**: Keras 3's RNN takes no `constants`.
     - `"i"` and `"s"`: the gates depend only on `c` and `e_m`, so they are computed for all steps at once and the
-      state runs through `keras_match.layers.gated_linear_recurrence` with `a_m = 1 - g_u^m` and
-      `b_m = g_u^m * g_f^m * e_bar_m` (the unrolled eq. 4 / 7). This is exactly the `CARNNCell` of the same variant
-      and weights stepped by `keras.layers.RNN` (the tests check it), only parallel over time before the scan.
+      state runs through `keras_match.layers.gated_linear_recurrence` with these `a_m` and `b_m` (the unrolled
+      eq. 4 / 7). This is exactly the `CARNNCell` of the same variant and weights stepped by `keras.layers.RNN`
+      (the tests check it), only parallel over time before the scan.
 
     Bidirectional use **[I]**: the paper says only that a CARNN replaces IWAN's BiLSTM. Two layers, one with
     `go_backwards=True`, sharing the context and concatenated on the last axis, give a bidirectional encoder
@@ -285,22 +274,18 @@ class CARNN(keras.layers.Layer):
     Args:
         units: int or None, the hidden size `u` (the paper uses 1024 for dialog). `None` means the input width `d`
             (required for "s", where `units` must be `None` or `d`).
-        variant: `"n"` (nCARNN, eq. 3: the gates read `h_{m-1}`), `"i"` (iCARNN, eq. 5: the gates read
-            only `c` and `e_m`) or `"s"` (sCARNN, eq. 6: iCARNN's gates and no input projection, `e_bar_m = e_m`, so
-            `units` must equal the input width `d`). Defaults to `"n"`.
+        variant: the unit, as in `CARNNCell`: `"n"` (nCARNN, eq. 3), `"i"` (iCARNN, eq. 5) or `"s"` (sCARNN,
+            eq. 6, no input projection: `units` must be None or `d`). Defaults to `"n"`.
         go_backwards: bool. If True the unit runs from the last real token of each example back to the first
             (a reversal within the true length, like `tf.reverse_sequence`); the outputs stay in the input's time
             order, so position `m` holds the state after reading `e_M .. e_m`. Defaults to False.
         return_sequences: bool. True: every state `[batch, time, units]`; False: the last state `[batch, units]`
             (the state after the last real token, or after the first real token with `go_backwards`).
             Defaults to True.
-        kernel_initializer: initializer of the input, context and projection kernels (each kernel gets
-            its own copy). Defaults to `"glorot_uniform"`.
-        recurrent_initializer: initializer of the recurrent kernel (nCARNN only). Defaults to `"orthogonal"`.
-        bias_initializer: initializer of the gate and projection biases. Defaults to `"zeros"` (the paper gives none).
-        kernel_regularizer: optional regularizer of the input, context and projection kernels.
-        recurrent_regularizer: optional regularizer of the recurrent kernel.
-        bias_regularizer: optional regularizer of the biases.
+        kernel_initializer, recurrent_initializer, bias_initializer, kernel_regularizer, recurrent_regularizer,
+            bias_regularizer: the initializers and regularizers of the weights, handed to the `CARNNCell` that
+            holds them (its docstring says which weight each one sets). Default to `"glorot_uniform"`,
+            `"orthogonal"`, `"zeros"` (the paper gives no initialization) and no regularizers.
         **kwargs: standard `keras.layers.Layer` arguments (`name`, `dtype`, `trainable`).
 
     Call arguments:
@@ -320,20 +305,16 @@ class CARNN(keras.layers.Layer):
         real outputs. An example without any real token gives zeros. With `return_sequences=True` the sequence
         mask is propagated to the output; the last state carries no mask.
 
-    Weights (in `get_weights()` order; `u` = units, `d` = input width, `dc` = context width):
-        `input_kernel [d, 2u]` (`W_eu | W_ef`), `context_kernel [dc, 2u]` (`W_cu | W_cf`), for "n"
-        `recurrent_kernel [u, 2u]` (`W_hu | W_hf`), `gate_bias [2u]` (`b_u | b_f`), and for "n" and "i"
-        `projection_kernel [d, u]` (`W_e_bar`), `projection_bias [u]` (`b_e_bar`). So 6 ("n"), 5 ("i") or 3 ("s")
-        trainable weights. The update-gate columns come first in every fused kernel.
+    Weights:
+        Those of the sublayer `cell`, a `CARNNCell` built for inputs `[e_m; c]`, in its order (listed in its
+        docstring: 6 for "n", 5 for "i", 3 for "s", `input_kernel [d, 2u]` first), so they can be copied into a
+        `keras.layers.RNN(CARNNCell(...))` with `set_weights`.
 
     Precision:
         Under `mixed_bfloat16` the matmuls run in bfloat16, but the gates (sigmoid, `a_m = 1 - g_u^m`), `b_m` and
         the state run in float32 and the outputs are rounded to bfloat16 once: in bfloat16 an update gate below
         2^-9 makes `a_m` exactly 1 (the state never decays), and a bfloat16 state rounds (relative 2^-8) at every
         step and drifts over long texts. nCARNN carries its state as two bfloat16 parts (see `CARNNCell`).
-
-    The weights live in the sublayer `cell` (a `CARNNCell` built for inputs `[e_m; c]`), so they can be copied
-    into a `keras.layers.RNN(CARNNCell(...))` with `set_weights`.
 
     Raises:
         ValueError: at construction if `units` is not a positive integer or None, or `variant` is not "n", "i"
@@ -360,8 +341,8 @@ class CARNN(keras.layers.Layer):
 
     Reference:
         - Tran, Lai, Haffari, Zukerman, Bui, Bui. The Context-dependent Additive Recurrent Neural Net. NAACL-HLT
-          2018, pp. 1274-1283, section 3: eq. 3 (nCARNN), 4 (its unrolled form), 5 (iCARNN), 6 (sCARNN), 7 (the
-          unrolled form of sCARNN).
+          2018, pp. 1274-1283, section 3: the units of eq. 3, 5 and 6 (see `CARNNCell`) run over a sequence,
+          iCARNN and sCARNN through the unrolled forms of eq. 4 and 7.
     """
 
     def __init__(
@@ -370,12 +351,8 @@ class CARNN(keras.layers.Layer):
         variant="n",
         go_backwards=False,
         return_sequences=True,
-        kernel_initializer="glorot_uniform",
-        recurrent_initializer="orthogonal",
-        bias_initializer="zeros",
-        kernel_regularizer=None,
-        recurrent_regularizer=None,
-        bias_regularizer=None,
+        kernel_initializer="glorot_uniform", recurrent_initializer="orthogonal", bias_initializer="zeros",
+        kernel_regularizer=None, recurrent_regularizer=None, bias_regularizer=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -385,21 +362,16 @@ class CARNN(keras.layers.Layer):
         self.variant = variant
         self.go_backwards = bool(go_backwards)
         self.return_sequences = bool(return_sequences)
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
-        self.recurrent_initializer = keras.initializers.get(recurrent_initializer)
-        self.bias_initializer = keras.initializers.get(bias_initializer)
-        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
-        self.recurrent_regularizer = keras.regularizers.get(recurrent_regularizer)
-        self.bias_regularizer = keras.regularizers.get(bias_regularizer)
+        set_weight_settings(
+            self,
+            (kernel_initializer, recurrent_initializer, bias_initializer),
+            (kernel_regularizer, recurrent_regularizer, bias_regularizer),
+        )
         self.supports_masking = True
 
     def _check_input_shape(self, input_shape):
         """`(sequence_shape, context_shape)`, or ValueError naming what is wrong."""
-        if (
-            not isinstance(input_shape, (list, tuple))
-            or len(input_shape) != 2
-            or not all(isinstance(s, (list, tuple)) for s in input_shape)
-        ):
+        if not is_shape_pair(input_shape):
             raise ValueError(
                 f"Layer {self.name} expects `inputs` to be a pair [sequence, context] ([batch, time, d] and "
                 f"[batch, dc]). Received input_shape={input_shape}"
@@ -427,12 +399,7 @@ class CARNN(keras.layers.Layer):
             units,
             self.variant,
             context_dim=context_dim,
-            kernel_initializer=self.kernel_initializer,
-            recurrent_initializer=self.recurrent_initializer,
-            bias_initializer=self.bias_initializer,
-            kernel_regularizer=self.kernel_regularizer,
-            recurrent_regularizer=self.recurrent_regularizer,
-            bias_regularizer=self.bias_regularizer,
+            **weight_settings(self),
             dtype=self.dtype_policy,
             name="cell",
         )
@@ -548,12 +515,7 @@ class CARNN(keras.layers.Layer):
                 "variant": self.variant,
                 "go_backwards": self.go_backwards,
                 "return_sequences": self.return_sequences,
-                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
-                "recurrent_initializer": keras.initializers.serialize(self.recurrent_initializer),
-                "bias_initializer": keras.initializers.serialize(self.bias_initializer),
-                "kernel_regularizer": keras.regularizers.serialize(self.kernel_regularizer),
-                "recurrent_regularizer": keras.regularizers.serialize(self.recurrent_regularizer),
-                "bias_regularizer": keras.regularizers.serialize(self.bias_regularizer),
+                **weight_settings_config(self),
             }
         )
         return config

@@ -8,7 +8,7 @@ reduces them the same way:
 - `masked_mean` / `masked_max`: reductions over real positions only; a reduction over an empty set is 0.
 - `zero_padded`: zero the vectors at padded positions.
 - pair layers (inputs `[q, d]`): `split_pair_masks` in `call`, `pass_pair_masks` in `compute_mask`,
-  `check_pair_shape` in `build`.
+  `check_pair_shape` (or, for other pairs, `is_shape_pair`) in `build`.
 
 Masks follow the Keras convention: boolean, `True` marks a real token. Integer or float masks are accepted and
 cast to bool (non-zero = real). A mask may have fewer dimensions than the values as long as it broadcasts
@@ -159,6 +159,16 @@ def pass_pair_masks(mask):
     return (q_mask, d_mask)
 
 
+def is_shape_pair(input_shape):
+    """Whether `input_shape` is a pair of shapes (a list or tuple of two lists or tuples), as a layer taking two
+    inputs gets it in `build`; the ranks are not checked."""
+    return (
+        isinstance(input_shape, (list, tuple))
+        and len(input_shape) == 2
+        and all(isinstance(s, (list, tuple)) for s in input_shape)
+    )
+
+
 def check_pair_shape(input_shape, layer_name):
     """Validate the `[q_shape, d_shape]` of a pair layer and return them as tuples.
 
@@ -167,11 +177,7 @@ def check_pair_shape(input_shape, layer_name):
     Raises:
         ValueError: if `input_shape` is not a pair of rank-3 shapes with equal, defined last dimensions.
     """
-    if (
-        not isinstance(input_shape, (list, tuple))
-        or len(input_shape) != 2
-        or not all(isinstance(s, (list, tuple)) for s in input_shape)
-    ):
+    if not is_shape_pair(input_shape):
         raise ValueError(
             f"Layer {layer_name} expects a pair of inputs [q, d]. Received input_shape={input_shape}"
         )

@@ -16,6 +16,10 @@ from keras import ops
 from keras_match.layers.checks import one_of
 from keras_match.layers.checks import positive_int
 from keras_match.layers.masked_ops import accumulation_dtype
+from keras_match.layers.masked_ops import is_shape_pair
+from keras_match.layers.weight_settings import set_weight_settings
+from keras_match.layers.weight_settings import weight_setting
+from keras_match.layers.weight_settings import weight_settings_config
 from keras_match.models.coupled_lstm.grid import (  # noqa: F401  (the cells and the wavefront, read here by name)
     _initializer,
     loose_cell,
@@ -182,12 +186,8 @@ class CoupledLSTM2D(keras.layers.Layer):
         units,
         coupling="loose",
         directions=4,
-        kernel_initializer=None,
-        recurrent_initializer=None,
-        bias_initializer=None,
-        kernel_regularizer=None,
-        recurrent_regularizer=None,
-        bias_regularizer=None,
+        kernel_initializer=None, recurrent_initializer=None, bias_initializer=None,
+        kernel_regularizer=None, recurrent_regularizer=None, bias_regularizer=None,
         share_directions=False,
         share_streams=False,
         **kwargs,
@@ -209,12 +209,12 @@ class CoupledLSTM2D(keras.layers.Layer):
                              f"Received: coupling={coupling!r}, share_streams=True")
         self.share_directions = share_directions
         self.share_streams = share_streams
-        self.kernel_initializer = _initializer(kernel_initializer)
-        self.recurrent_initializer = _initializer(recurrent_initializer)
-        self.bias_initializer = _initializer(bias_initializer)
-        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
-        self.recurrent_regularizer = keras.regularizers.get(recurrent_regularizer)
-        self.bias_regularizer = keras.regularizers.get(bias_regularizer)
+        set_weight_settings(  # an initializer left None is the paper's uniform in [-0.1, 0.1] (`_initializer`)
+            self,
+            (kernel_initializer, recurrent_initializer, bias_initializer),
+            (kernel_regularizer, recurrent_regularizer, bias_regularizer),
+            get_initializer=_initializer,
+        )
         self.supports_masking = True
         self._grid_input = None
 
@@ -227,11 +227,7 @@ class CoupledLSTM2D(keras.layers.Layer):
 
     def _input_dims(self, input_shape):
         """`(grid_input, dims)`: dims `(dx, dy)` of a pair or `(d',)` of a grid; ValueError otherwise."""
-        is_pair = (
-            isinstance(input_shape, (list, tuple))
-            and len(input_shape) == 2
-            and all(isinstance(s, (list, tuple)) for s in input_shape)
-        )
+        is_pair = is_shape_pair(input_shape)
         if is_pair and all(len(s) == 3 for s in input_shape):
             dims = tuple(s[-1] for s in input_shape)
             grid = False
@@ -258,11 +254,7 @@ class CoupledLSTM2D(keras.layers.Layer):
         return grid, dims
 
     def _add(self, name, shape, kind):
-        initializer, regularizer = {
-            "kernel": (self.kernel_initializer, self.kernel_regularizer),
-            "recurrent": (self.recurrent_initializer, self.recurrent_regularizer),
-            "bias": (self.bias_initializer, self.bias_regularizer),
-        }[kind]
+        initializer, regularizer = weight_setting(self, kind)
         # The recurrent kernels are read in the recurrence's dtype (`_weight`): not autocast to bfloat16 under
         # `mixed_bfloat16` (their float32 values reach the float32 recurrence unrounded; no effect in float32).
         return self.add_weight(name=name, shape=shape, initializer=initializer, regularizer=regularizer,
@@ -504,12 +496,7 @@ class CoupledLSTM2D(keras.layers.Layer):
                 "directions": self.directions,
                 "share_directions": self.share_directions,
                 "share_streams": self.share_streams,
-                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
-                "recurrent_initializer": keras.initializers.serialize(self.recurrent_initializer),
-                "bias_initializer": keras.initializers.serialize(self.bias_initializer),
-                "kernel_regularizer": keras.regularizers.serialize(self.kernel_regularizer),
-                "recurrent_regularizer": keras.regularizers.serialize(self.recurrent_regularizer),
-                "bias_regularizer": keras.regularizers.serialize(self.bias_regularizer),
+                **weight_settings_config(self),
             }
         )
         return config
