@@ -3,6 +3,7 @@ word-vector encoder of the papers (`WordVectorEncoder`), and pretrained transfor
 pinned keras-hub backbone, `locate` for their files; keras-hub is imported only when one is made)."""
 
 from keras_match.encoders.base import InputEncoder
+from keras_match.encoders.base import LayerEncoder
 from keras_match.encoders.base import builder_settings
 from keras_match.encoders.base import encoder_settings
 from keras_match.encoders.base import takes_input_encoder
@@ -18,6 +19,6 @@ from keras_match.encoders.word_vectors import WordVectorEncoder
 from keras_match.encoders.word_vectors import word_vectors
 from keras_match.encoders.word_vectors import word_vectors_with
 
-__all__ = ["InputEncoder", "WordVectorEncoder", "takes_input_encoder", "builder_settings", "encoder_settings",
+__all__ = ["InputEncoder", "LayerEncoder", "WordVectorEncoder", "takes_input_encoder", "builder_settings", "encoder_settings",
            "word_vectors", "word_vectors_with", "EMBEDDING_LAYER", "TransformerEncoder", "TransformerStates",
            "TRANSFORMER_LAYER", "tokenizer", "locate", "PRETRAINED", "PretrainedEncoder"]

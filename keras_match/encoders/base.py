@@ -16,7 +16,7 @@ import inspect
 import keras
 import numpy as np
 
-__all__ = ["InputEncoder", "takes_input_encoder", "builder_settings", "encoder_settings"]
+__all__ = ["InputEncoder", "LayerEncoder", "takes_input_encoder", "builder_settings", "encoder_settings"]
 
 
 class InputEncoder:
@@ -68,6 +68,34 @@ class InputEncoder:
         batches can be trimmed to their longest text."""
         return tuple(keras.Input(shape=(None,), dtype="int32", name=name) for name in names)
 
+
+
+class LayerEncoder(InputEncoder):
+    """An input encoder that is one Keras layer (`new_layer()`), made on first use and shared by every text.
+
+    A subclass implements `output_dim` and `new_layer()`; `layer` makes the layer once (in the model's
+    precision scope, when a builder first asks), and `encode(token_ids)` is `layer(token_ids)`.
+    """
+
+    _layer = None
+
+    def new_layer(self):
+        """A new layer mapping token ids to per-token states (see `InputEncoder`)."""
+        raise NotImplementedError
+
+    @property
+    def layer(self):
+        """The encoder's layer, made on first use."""
+        if self._layer is None:
+            self._layer = self.new_layer()
+        return self._layer
+
+    def make_layers(self):
+        self.layer  # noqa: B018  (made on first use)
+        return self
+
+    def encode(self, token_ids):
+        return self.layer(token_ids)
 
 def _parameters(function):
     return list(inspect.signature(function).parameters)

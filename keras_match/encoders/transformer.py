@@ -20,7 +20,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from keras_match.encoders.base import InputEncoder
+from keras_match.encoders.base import LayerEncoder
 from keras_match.encoders.pretrained import locate, pretrained
 
 __all__ = ["TransformerEncoder", "TransformerStates", "tokenizer", "TRANSFORMER_LAYER", "LAYER_CHOICES"]
@@ -237,7 +237,7 @@ def _pretrained_weights(folder: str, stamp) -> tuple:
     return tuple(backbone.get_weights())
 
 
-class TransformerEncoder(InputEncoder):
+class TransformerEncoder(LayerEncoder):
     """Each token's contextual state from a pinned pretrained transformer (all-MiniLM-L6-v2), shared by every text.
 
     The encoder of the zoo's transformer-input entries: a keras-hub `BertBackbone` (`TransformerStates`, a layer
@@ -299,21 +299,10 @@ class TransformerEncoder(InputEncoder):
     def output_dim(self) -> int:
         return int(self.architecture["hidden_dim"])
 
-    @property
-    def layer(self) -> TransformerStates:
-        """The `TransformerStates` layer, made on first use (in the model's precision scope)."""
-        if self._layer is None:
-            self._layer = TransformerStates(**self.architecture, layers=self.layers,
-                                            trainable_layers=self.trainable, encoder=self.name,
-                                            name=TRANSFORMER_LAYER)
-        return self._layer
-
-    def make_layers(self):
-        self.layer  # noqa: B018  (made on first use)
-        return self
-
-    def encode(self, token_ids):
-        return self.layer(token_ids)
+    def new_layer(self) -> TransformerStates:
+        """The `TransformerStates` layer (a random backbone until `finish`)."""
+        return TransformerStates(**self.architecture, layers=self.layers, trainable_layers=self.trainable,
+                                 encoder=self.name, name=TRANSFORMER_LAYER)
 
     def finish(self, model):
         """Copies the pretrained weights into the backbone (a random one until then)."""

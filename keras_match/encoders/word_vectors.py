@@ -7,7 +7,7 @@ import functools
 import keras
 import numpy as np
 
-from keras_match.encoders.base import InputEncoder
+from keras_match.encoders.base import LayerEncoder
 
 __all__ = ["WordVectorEncoder", "word_vectors", "EMBEDDING_LAYER"]
 
@@ -16,7 +16,7 @@ EMBEDDING_LAYER = "word_embedding"
 file and rebuild it from the vectors)."""
 
 
-class WordVectorEncoder(InputEncoder):
+class WordVectorEncoder(LayerEncoder):
     """Each token's word vector: a masking `keras.layers.Embedding` named `word_embedding`, shared by every text.
 
     The encoder of every family's paper: GloVe (or random) vectors, frozen (`trainable=False`, the papers' choice
@@ -60,20 +60,10 @@ class WordVectorEncoder(InputEncoder):
     def output_dim(self) -> int:
         return int(self.embedding_dim)
 
-    @property
-    def layer(self):
-        """The `Embedding` layer, made on first use (in the model's precision scope)."""
-        if self._layer is None:
-            self._layer = keras.layers.Embedding(self.vocab_size, self.embedding_dim, mask_zero=True,
-                                                 trainable=self.trainable, name=EMBEDDING_LAYER)
-        return self._layer
-
-    def make_layers(self):
-        self.layer  # noqa: B018  (made on first use)
-        return self
-
-    def encode(self, token_ids):
-        return self.layer(token_ids)
+    def new_layer(self):
+        """The masking `Embedding` layer named `word_embedding`."""
+        return keras.layers.Embedding(self.vocab_size, self.embedding_dim, mask_zero=True, trainable=self.trainable,
+                                      name=EMBEDDING_LAYER)
 
     def finish(self, model):
         if self.embeddings is not None:
