@@ -33,7 +33,7 @@ from keras_match.settings import section_fields
 
 __all__ = ["Family", "register", "unregister", "families", "family_of", "names", "describe", "resolve", "build",
            "builder_arguments", "setting_names", "optimizer", "compile_model", "read_config", "COMMON_MODEL_RULES",
-           "SECTIONS", "PRESET_PACKAGE"]
+           "SECTIONS", "PRESET_PACKAGE", "BACKBONE_SETTINGS", "BACKBONE_RULES"]
 
 PRESET_PACKAGE = "keras_match.zoo_presets"
 SECTIONS = ("model", "training", "preprocessing")
@@ -56,6 +56,32 @@ COMMON_MODEL_RULES = {
                  "(keras_match.heads)"),
 }
 """Rules of model settings that several families share; a family's own `rules` add to (and win over) these."""
+
+
+def _pretrained_names():
+    from keras_match.encoders import pretrained
+
+    return pretrained.names()
+
+
+BACKBONE_SETTINGS = {"backbone": None, "backbone_layers": "last", "backbone_trainable": "frozen"}
+"""The model settings every pair family takes to read a pretrained transformer instead of word vectors, with their
+defaults (`backbone: null`: the word vectors of the paper). `backbone` names a pinned pretrained encoder
+(`keras_match.encoders.pretrained.names()`, e.g. `"minilm-l6"`): the model's input encoder is then a
+`keras_match.encoders.TransformerEncoder` (`backbone_layers`: its `layers`, `backbone_trainable`: its
+`trainable`), the preprocessor tokenizes with that encoder's WordPiece vocabulary (its `tokenizer` setting follows
+`backbone`), and the word-vector settings (`embedding_dim`, `trainable_embeddings`, the vectors file) are not
+used."""
+
+BACKBONE_RULES = {
+    "backbone": Rule(lambda v: v is None or (isinstance(v, str) and v in _pretrained_names()),
+                     "null (the word vectors) or a pretrained encoder: minilm-l6 (keras_match.encoders.pretrained)"),
+    "backbone_layers": Rule(lambda v: v in ("last", "mix"), "last or mix"),
+    "backbone_trainable": Rule(lambda v: v in ("frozen", "all") or (isinstance(v, int) and not isinstance(v, bool)
+                                                                   and v >= 0),
+                               "frozen, all or an integer k >= 0 (the top k transformer layers train)"),
+}
+"""The rules of `BACKBONE_SETTINGS`."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -279,9 +305,15 @@ def resolve(name, **overrides) -> Settings:
     builder_arguments = [a for a in _builder_arguments(family, preset["builder"]) if a not in data_arguments]
     model, training, preprocessing = dict(preset["model"]), preset["training"], preset["preprocessing"]
     rules = family.model_rules()
+    takes_backbone = family.preprocessor == "pair"
+    if takes_backbone:
+        rules = {**BACKBONE_RULES, **rules}
     unknown = []
     for key, value in overrides.items():
-        if key in training:
+        if takes_backbone and key in BACKBONE_SETTINGS and key not in model:
+            check_value(key, value, rules[key])
+            model[key] = value
+        elif key in training:
             training[key] = value
         elif key in preprocessing:
             preprocessing[key] = value
@@ -291,8 +323,12 @@ def resolve(name, **overrides) -> Settings:
         else:
             unknown.append(key)
     if unknown:
-        valid = sorted(set(model) | set(training) | set(preprocessing) | set(builder_arguments))
+        valid = sorted(set(model) | set(training) | set(preprocessing) | set(builder_arguments)
+                       | (set(BACKBONE_SETTINGS) if takes_backbone else set()))
         raise ValueError(f"zoo entry {name!r}: unknown setting(s) {unknown}; valid settings are {valid}")
+    backbone = model.get("backbone")
+    if backbone is not None and preprocessing.get("tokenizer") == "words":
+        preprocessing["tokenizer"] = backbone  # ids of the backbone's WordPiece vocabulary
     settings = Settings(
         name=name,
         family=family.name,
@@ -326,7 +362,8 @@ def build(settings: Settings, embeddings=None, *, input_encoder=None, **model_ar
         embeddings: optional pretrained vectors `[vocab_size, dim]`.
         input_encoder: optional `keras_match.encoders.InputEncoder` to build the family's body on instead of the
             word vectors of `settings` (their settings `embedding_dim`, `trainable_embeddings` and `embeddings`
-            are then not used).
+            are then not used). Without it, the settings' `backbone` (`BACKBONE_SETTINGS`), if set, makes a
+            `keras_match.encoders.TransformerEncoder`.
         **model_arguments: what the preprocessor gives the builder (`vocab_size`, `num_features` for the pair
             preprocessor: `Preprocessor.model_arguments()`); defaults from the preprocessing settings.
     """
@@ -338,6 +375,12 @@ def build(settings: Settings, embeddings=None, *, input_encoder=None, **model_ar
     arguments.update({k: v for k, v in model_arguments.items() if v is not None})
     taken = _builder_arguments(family, settings.builder)
     kwargs = dict(settings.model)
+    backbone = {key: kwargs.pop(key, default) for key, default in BACKBONE_SETTINGS.items()}
+    if input_encoder is None and backbone["backbone"] is not None:
+        from keras_match.encoders.transformer import TransformerEncoder
+
+        input_encoder = TransformerEncoder(backbone["backbone"], layers=backbone["backbone_layers"],
+                                           trainable=backbone["backbone_trainable"])
     kwargs.setdefault("name", settings.name)
     kwargs.update({key: value for key, value in arguments.items() if key in taken or value})
     builder = family.builder(settings.builder)
@@ -401,4 +444,6 @@ def read_config(path, name) -> dict:
 def setting_names(name) -> list:
     """Every setting name of zoo entry `name` (its model, training and preprocessing settings)."""
     preset = describe(name)
-    return sorted(set(preset["model"]) | set(section_fields(TrainingSettings)) | set(preset["preprocessing"]))
+    backbone = set(BACKBONE_SETTINGS) if families()[preset["family"]].preprocessor == "pair" else set()
+    return sorted(set(preset["model"]) | set(section_fields(TrainingSettings)) | set(preset["preprocessing"])
+                  | backbone)

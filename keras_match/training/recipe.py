@@ -145,7 +145,8 @@ class Recipe:
             data_dir: the benchmark data folder.
             train_split: TrecQA's training set, `"train-all"` or `"train"`.
             embeddings: the pretrained vectors (`keras_match.text.vectors.load_vectors`), `"default"`
-                (`default_vectors_path`) or None (trained random embeddings).
+                (`default_vectors_path`) or None (trained random embeddings); not read when the settings name a
+                `backbone` (a pretrained transformer, `keras_match.zoo.BACKBONE_SETTINGS`).
             seed: an integer from 0 to 2**32 - 1.
             max_train_questions: train on the first N training questions (pairs, for classification) only.
             **overrides: settings by name.
@@ -162,7 +163,9 @@ class Recipe:
             raise ValueError(f"max_train_questions must be None or an integer >= 1, got {max_train_questions!r}")
         if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= SEED_MAX:
             raise ValueError(f"seed must be an integer from 0 to {SEED_MAX}, got {seed!r}")
-        zoo.resolve(name, **overrides)  # every setting is checked before any file is read or fetched
+        checked = zoo.resolve(name, **overrides)  # every setting is checked before any file is read or fetched
+        if checked.model.get("backbone") is not None:
+            embeddings = None  # a pretrained transformer reads the texts, not word vectors
         if embeddings == "default":
             embeddings = default_vectors_path(data_dir)
         vectors = vectors_lib.load_vectors(embeddings) if embeddings else None
