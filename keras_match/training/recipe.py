@@ -164,7 +164,12 @@ class Recipe:
         if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= SEED_MAX:
             raise ValueError(f"seed must be an integer from 0 to {SEED_MAX}, got {seed!r}")
         checked = zoo.resolve(name, **overrides)  # every setting is checked before any file is read or fetched
-        if checked.model.get("backbone") is not None:
+        backbone = checked.model.get("backbone")
+        if backbone is not None:
+            if getattr(checked.preprocessing, "tokenizer", None) != backbone:
+                raise ValueError(f"zoo entry {name!r}: backbone={backbone} reads WordPiece ids of its own "
+                                 "vocabulary, and this preprocessor gives word ids; training over a backbone "
+                                 "needs the WordPiece pair preprocessor (issue 57, not in this release yet)")
             embeddings = None  # a pretrained transformer reads the texts, not word vectors
         if embeddings == "default":
             embeddings = default_vectors_path(data_dir)

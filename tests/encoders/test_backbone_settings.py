@@ -72,3 +72,14 @@ def test_a_backbone_entry_builds_its_body_over_the_transformer_with_the_pretrain
     assert np.isfinite(np.asarray(scores)).all()
     word_model = zoo.build(zoo.resolve(ENTRY, **SMALL), vocab_size=50)
     assert "word_embedding" in [layer.name for layer in word_model.layers]
+
+
+def test_training_over_a_backbone_refuses_a_preprocessor_that_gives_word_ids():
+    """Word ids fed to a WordPiece backbone would train on nonsense without a word of warning: refused, one line,
+    before any file is read."""
+    from keras_match.training.recipe import Recipe
+
+    with pytest.raises(ValueError) as error:
+        Recipe.prepare(ENTRY, "no-such-dataset", backbone="minilm-l6")
+    message = str(error.value)
+    assert "backbone=minilm-l6 reads WordPiece ids" in message and "\n" not in message
