@@ -44,6 +44,30 @@ class GitHubRaw(http.server.BaseHTTPRequestHandler):
 
 
 @contextlib.contextmanager
+def running(handler, port=0):
+    """Serves the request handler class `handler` on 127.0.0.1:`port` (0: a free port) from a thread until the
+    block ends. Yields the base URL."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def unused_port() -> int:
+    """A port of 127.0.0.1 that nothing listens on (a refused connection, for the tests of a failed fetch)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@contextlib.contextmanager
 def serve(data_dir, names=None, port=0):
     """Serve the originals of datasets `names` (default: all) from `data_dir`.
 
@@ -60,15 +84,8 @@ def serve(data_dir, names=None, port=0):
     for name in names or sources.SOURCES:
         for entry in sources.source(name).originals:
             handler.files[f"/{entry.repo}/{entry.commit}/{entry.origin_path}"] = original_bytes(data_dir, entry)
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", handler
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with running(handler, port) as url:
+        yield url, handler
 
 
 def main(argv=None):

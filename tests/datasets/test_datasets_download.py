@@ -7,9 +7,9 @@ import importlib
 import pathlib
 import re
 import shutil
-import socket
 
 import pytest
+from conftest import benchmark_module
 
 from keras_match import cli, datasets
 from keras_match.datasets import ChecksumError, MissingDataError, sources
@@ -29,8 +29,6 @@ def _isolated_environment(monkeypatch, tmp_path):
 
 def github_mirror(data_dir, names=None):
     """`benchmarks/github_mirror.py`'s server: `(url, handler)`; `handler.faults[path]` breaks one file."""
-    from conftest import benchmark_module
-
     return benchmark_module("github_mirror").serve(data_dir, names)
 
 
@@ -177,9 +175,7 @@ def test_failed_transfer_names_file_and_url_keeps_nothing_and_the_next_run_retri
 
 
 def test_refused_connection_says_how_to_point_at_a_mirror(tmp_path, monkeypatch, capsys):
-    with socket.socket() as probe:  # a port nothing listens on
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = benchmark_module("github_mirror").unused_port()
     monkeypatch.setenv("KERAS_MATCH_GITHUB_URL", f"http://127.0.0.1:{port}")
     assert cli.main(["data", "download", "msrp", "--data-dir", str(tmp_path / "data")]) == 1
     err = capsys.readouterr().err

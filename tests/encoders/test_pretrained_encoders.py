@@ -4,16 +4,13 @@ HTTP server on 127.0.0.1 laid out as the Hugging Face Hub (`<repo>/resolve/<revi
 contacted, and keras-hub is not needed here."""
 
 import contextlib
-import http.server
 import importlib
 import os
 import pathlib
 import re
 import shutil
-import socket
 import subprocess
 import sys
-import threading
 
 import pytest
 from conftest import REPO, benchmark_module
@@ -79,15 +76,8 @@ def hub_mirror(encoders_dir, only=None):
     for file in MINILM.files:
         if only is None or file.origin_path in only:
             handler.files[hub_path(file)] = (encoders_dir / file.path).read_bytes()
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", handler
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with benchmark_module("github_mirror").running(handler) as url:
+        yield url, handler
 
 
 def hub_path(file):
@@ -252,9 +242,7 @@ def test_wrong_bytes_from_the_mirror_keep_nothing_and_the_next_call_retries(enco
 
 
 def test_an_unreachable_origin_is_one_line_pointing_at_the_mirror_variable(encoders_dir, tmp_path, monkeypatch):
-    with socket.socket() as probe:  # a port nothing listens on
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = benchmark_module("github_mirror").unused_port()
     monkeypatch.setenv("KERAS_MATCH_HF_URL", f"http://127.0.0.1:{port}")
     root = tmp_path / "copy"
     copy_encoder(encoders_dir, root, skip=["special_tokens_map.json"])
