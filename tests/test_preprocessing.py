@@ -586,3 +586,40 @@ def test_trim_padding_in_a_dataset_loses_no_token(encoder, overlap, sample):
             assert not full[:, width:].any()  # only padding was cut
             assert width == max(1, int((full != 0).sum(axis=1).max()))
         np.testing.assert_array_equal(inputs["features"].numpy(), direct["features"][start : start + 4])
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The WordPiece tokenizer (`tokenizer="minilm-l6"`): the same contract (direct call == dataset map == graph)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def wordpiece_encoder():
+    """all-MiniLM-L6-v2's WordPiece vocabulary, from `$KERAS_MATCH_ENCODERS` (default `../shared/models`)."""
+    from keras_match.encoders import pretrained
+
+    shared = pathlib.Path(__file__).resolve().parents[2] / "shared" / "models"
+    encoders = os.environ.get(pretrained.ENV_ENCODERS) or shared
+    try:
+        return text.WordPieceEncoder.from_pretrained("minilm-l6", encoders)
+    except FileNotFoundError as error:
+        pytest.skip(f"the pretrained encoder is not available: {error}")
+
+
+@pytest.mark.parametrize("overlap_features", [False, True], ids=["ids", "features"])
+def test_wordpiece_direct_call_equals_dataset_map_and_graph(wordpiece_encoder, overlap, sample, overlap_features):
+    preprocessor = make_preprocessor(wordpiece_encoder, overlap, overlap_features, tokenizer="minilm-l6")
+    x, labels, weights = sample
+    direct = preprocessor(x, labels, weights)
+    inputs = direct[0]
+    assert tuple(inputs["question"].shape) == (len(labels), MAX_Q) and inputs["question"].dtype == tf.int32
+    assert (inputs["question"].numpy()[:, 0] == 101).all()  # [CLS], also before an empty question
+    assert inputs["question"].numpy()[EMPTY_QUESTION_ROW, :3].tolist() == [101, 102, 0]
+    dataset = tf.data.Dataset.from_tensor_slices((as_tensors(x), labels, weights))
+    for batch_size in (5, len(labels)):
+        assert_same(concatenate(list(dataset.batch(batch_size).map(preprocessor))), direct)
+    fn = tf.function(lambda texts: preprocessor(texts), input_signature=[preprocessor.text_input_specs()])
+    assert_same(fn(as_tensors(x)), direct[0])
+    if overlap_features:  # the word-level features of the word preprocessor
+        words = make_preprocessor(text.TextEncoder.build(["a"]), overlap, True)
+        np.testing.assert_array_equal(inputs["features"].numpy(), words(x)["features"].numpy())
