@@ -327,8 +327,11 @@ def resolve(name, **overrides) -> Settings:
                        | (set(BACKBONE_SETTINGS) if takes_backbone else set()))
         raise ValueError(f"zoo entry {name!r}: unknown setting(s) {unknown}; valid settings are {valid}")
     backbone = model.get("backbone")
-    if backbone is not None and preprocessing.get("tokenizer") == "words":
-        preprocessing["tokenizer"] = backbone  # ids of the backbone's WordPiece vocabulary
+    if backbone is not None and "tokenizer" in preprocessing:  # ids of the backbone's WordPiece vocabulary
+        if overrides.get("tokenizer", backbone) != backbone:
+            raise ValueError(f"setting tokenizer={json.dumps(overrides['tokenizer'])}: must be {backbone} (or "
+                             f"unset) with backbone={backbone}, which reads the ids of its own WordPiece vocabulary")
+        preprocessing["tokenizer"] = backbone
     settings = Settings(
         name=name,
         family=family.name,

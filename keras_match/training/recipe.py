@@ -168,9 +168,10 @@ class Recipe:
         if backbone is not None:
             if getattr(checked.preprocessing, "tokenizer", None) != backbone:
                 raise ValueError(f"zoo entry {name!r}: backbone={backbone} reads WordPiece ids of its own "
-                                 "vocabulary, and this preprocessor gives word ids; training over a backbone "
-                                 "needs the WordPiece pair preprocessor (issue 57, not in this release yet)")
+                                 f"vocabulary; its preprocessor must tokenize with tokenizer={backbone}")
             embeddings = None  # a pretrained transformer reads the texts, not word vectors
+        if getattr(checked.preprocessing, "tokenizer", "words") != "words":
+            embeddings = None  # word vectors have no rows for WordPiece ids: the embeddings train from random
         if embeddings == "default":
             embeddings = default_vectors_path(data_dir)
         vectors = vectors_lib.load_vectors(embeddings) if embeddings else None

@@ -74,12 +74,13 @@ def test_a_backbone_entry_builds_its_body_over_the_transformer_with_the_pretrain
     assert "word_embedding" in [layer.name for layer in word_model.layers]
 
 
-def test_training_over_a_backbone_refuses_a_preprocessor_that_gives_word_ids():
-    """Word ids fed to a WordPiece backbone would train on nonsense without a word of warning: refused, one line,
-    before any file is read."""
-    from keras_match.training.recipe import Recipe
-
+def test_a_backbone_tokenizes_with_its_own_wordpiece_vocabulary_and_refuses_another_tokenizer():
+    """Word ids fed to a WordPiece backbone would train on nonsense without a word of warning: the backbone sets
+    the preprocessor's tokenizer, and a different one asked for is one line naming the setting."""
+    assert zoo.resolve(ENTRY).preprocessing.tokenizer == "words"
+    assert zoo.resolve(ENTRY, backbone="minilm-l6").preprocessing.tokenizer == "minilm-l6"
+    assert zoo.resolve(ENTRY, backbone="minilm-l6", tokenizer="minilm-l6").preprocessing.tokenizer == "minilm-l6"
     with pytest.raises(ValueError) as error:
-        Recipe.prepare(ENTRY, "no-such-dataset", backbone="minilm-l6")
+        zoo.resolve(ENTRY, backbone="minilm-l6", tokenizer="words")
     message = str(error.value)
-    assert "backbone=minilm-l6 reads WordPiece ids" in message and "\n" not in message
+    assert message.startswith('setting tokenizer="words": must be minilm-l6') and "\n" not in message
