@@ -49,7 +49,8 @@ def _parse_settings(name, items):
 
     preset = zoo.describe(name)
     text_settings = {key for section in zoo.SECTIONS for key, value in preset[section].items()
-                     if isinstance(value, str)} | {"loss", "head", "optimizer"}
+                     if isinstance(value, str)} | {"loss", "head", "optimizer", "backbone", "backbone_layers",
+                                                   "backbone_trainable", "tokenizer"}
     overrides = {}
     for item in items:
         key, sep, value = item.partition("=")

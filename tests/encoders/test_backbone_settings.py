@@ -84,3 +84,12 @@ def test_a_backbone_tokenizes_with_its_own_wordpiece_vocabulary_and_refuses_anot
         zoo.resolve(ENTRY, backbone="minilm-l6", tokenizer="words")
     message = str(error.value)
     assert message.startswith('setting tokenizer="words": must be minilm-l6') and "\n" not in message
+
+
+def test_the_command_line_takes_a_backbone_by_its_bare_name():
+    from keras_match.cli.commands import _parse_settings
+
+    assert _parse_settings(ENTRY, ["backbone=minilm-l6", "backbone_layers=mix", "backbone_trainable=2"]) == {
+        "backbone": "minilm-l6", "backbone_layers": "mix", "backbone_trainable": 2}
+    assert _parse_settings(ENTRY, ["backbone_trainable=frozen", "backbone=null"]) == {
+        "backbone_trainable": "frozen", "backbone": None}
