@@ -282,10 +282,14 @@ class CARNN(keras.layers.Layer):
         return_sequences: bool. True: every state `[batch, time, units]`; False: the last state `[batch, units]`
             (the state after the last real token, or after the first real token with `go_backwards`).
             Defaults to True.
-        kernel_initializer, recurrent_initializer, bias_initializer, kernel_regularizer, recurrent_regularizer,
-            bias_regularizer: the initializers and regularizers of the weights, handed to the `CARNNCell` that
-            holds them (its docstring says which weight each one sets). Default to `"glorot_uniform"`,
-            `"orthogonal"`, `"zeros"` (the paper gives no initialization) and no regularizers.
+        kernel_initializer: initializer of the input weights, default `"glorot_uniform"` (the paper gives no
+            initialization). This and the five below are handed to the `CARNNCell` that holds the weights (its
+            docstring says which weight each one sets).
+        recurrent_initializer: initializer of the recurrent weights, default `"orthogonal"`.
+        bias_initializer: initializer of the biases, default `"zeros"`.
+        kernel_regularizer: regularizer of the input weights, default none.
+        recurrent_regularizer: regularizer of the recurrent weights, default none.
+        bias_regularizer: regularizer of the biases, default none.
         **kwargs: standard `keras.layers.Layer` arguments (`name`, `dtype`, `trainable`).
 
     Call arguments:

@@ -40,6 +40,9 @@ from keras_match.preprocessors.base import vocabulary_encoder
 from keras_match.settings import POSITIVE_INT
 from keras_match.settings import PreprocessingSettings
 from keras_match.settings import Rule
+from keras_match.text.wordpiece import WORDS
+from keras_match.text.wordpiece import check_tokenizer
+from keras_match.text.wordpiece import tokenizer_names
 
 __all__ = ["VOCABULARY_FILE", "FREQUENCIES_FILE", "PAIR_FEATURES", "WORDS", "PairSettings", "PairPreprocessor",
            "tokenizer_names", "check_tokenizer"]
@@ -50,33 +53,6 @@ FREQUENCIES_FILE = "document_frequencies.tsv"
 PAIR_FEATURES = {"overlap_features": 4, "bm25_feature": 1}
 """The pair-feature switches of the preprocessing settings and the width each adds to the model's `features`
 input: the four word-overlap features of Severyn & Moschitti, the answer's BM25 score."""
-
-WORDS = "words"
-"""The word tokenizer (`keras_match.text.tokenize` and the run's own vocabulary), the `tokenizer` setting's
-default."""
-
-
-def tokenizer_names() -> list:
-    """The valid `tokenizer` values: `"words"`, then every pretrained encoder's name (WordPiece ids)."""
-    from keras_match.encoders.pretrained import names
-
-    return [WORDS, *names()]
-
-
-def check_tokenizer(name) -> str:
-    """`name` if it is a valid `tokenizer` value.
-
-    Raises:
-        ValueError: it is not; one line listing the valid ones.
-    """
-    if name == WORDS:  # the word tokenizer needs no look-up of the pretrained encoders
-        return name
-    valid = tokenizer_names()
-    if not isinstance(name, str) or name not in valid:
-        raise ValueError(f"unknown tokenizer {name!r}; valid: {valid} ({WORDS!r}: word tokens and the run's own "
-                         "vocabulary; a pretrained encoder's name: its WordPiece ids)")
-    return name
-
 
 @dataclasses.dataclass(frozen=True)
 class PairSettings(PreprocessingSettings):

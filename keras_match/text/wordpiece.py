@@ -78,7 +78,7 @@ import tensorflow_text as tf_text
 
 from keras_match.text.tokenizer import as_string_batch
 
-__all__ = ["WordPieceEncoder", "VOCABULARY_FILE", "SUFFIX_INDICATOR", "MAX_CHARS_PER_WORD", "CJK_RANGES",
+__all__ = ["WordPieceEncoder", "WORDS", "tokenizer_names", "check_tokenizer", "VOCABULARY_FILE", "SUFFIX_INDICATOR", "MAX_CHARS_PER_WORD", "CJK_RANGES",
            "pretrained_vocab_size"]
 
 VOCABULARY_FILE = "vocabulary.txt"
@@ -108,6 +108,33 @@ _TOKENIZER_CLASSES = ("BertTokenizer", "BertTokenizerFast")
 # --------------------------------------------------------------------------------------------------------------
 # The vocabulary file
 # --------------------------------------------------------------------------------------------------------------
+
+
+WORDS = "words"
+"""The word tokenizer (`keras_match.text.tokenize` and the run's own vocabulary), the `tokenizer` setting's
+default."""
+
+
+def tokenizer_names() -> list:
+    """The valid `tokenizer` values: `"words"`, then every pretrained encoder's name (WordPiece ids)."""
+    from keras_match.encoders.pretrained import names
+
+    return [WORDS, *names()]
+
+
+def check_tokenizer(name) -> str:
+    """`name` if it is a valid `tokenizer` value.
+
+    Raises:
+        ValueError: it is not; one line listing the valid ones.
+    """
+    if name == WORDS:  # the word tokenizer needs no look-up of the pretrained encoders
+        return name
+    valid = tokenizer_names()
+    if not isinstance(name, str) or name not in valid:
+        raise ValueError(f"unknown tokenizer {name!r}; valid: {valid} ({WORDS!r}: word tokens and the run's own "
+                         "vocabulary; a pretrained encoder's name: its WordPiece ids)")
+    return name
 
 
 def _check_tokens(tokens, source) -> list[str]:
