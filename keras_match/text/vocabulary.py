@@ -116,7 +116,26 @@ def _make_table(path: str) -> tf.lookup.StaticHashTable:
 # --------------------------------------------------------------------------------------------------------------
 
 
-class TextEncoder:
+class VocabularyFile:
+    """What a token-id encoder read from a vocabulary file has (`TextEncoder`, `keras_match.text.WordPieceEncoder`):
+    the file (`_path`), its token -> id lookup table (`_table`) and `vocab_size`."""
+
+    @property
+    def table(self) -> tf.lookup.StaticHashTable:
+        """The token -> id lookup table read from `vocabulary_path`; an export tracks it
+        (``ExportArchive.track(table)``), which puts the file among the SavedModel's assets."""
+        return self._table
+
+    @property
+    def vocabulary_path(self) -> str:
+        """The file the table is initialized from (the encoder's own copy)."""
+        return self._path
+
+    def __len__(self) -> int:
+        return self.vocab_size
+
+
+class TextEncoder(VocabularyFile):
     """Maps texts to fixed-length ``int32`` token-id matrices with a file-backed lookup table.
 
     Ids: ``0`` = padding, ``1`` = out-of-vocabulary, ``vocabulary[i]`` -> ``i + 2``; ``vocab_size`` is
@@ -321,19 +340,6 @@ class TextEncoder:
     @property
     def lowercase(self) -> bool:
         return self._lowercase
-
-    @property
-    def table(self) -> tf.lookup.StaticHashTable:
-        """The token -> line-number lookup table; track it when exporting (``ExportArchive.track(table)``)."""
-        return self._table
-
-    @property
-    def vocabulary_path(self) -> str:
-        """The file the table is initialized from."""
-        return self._path
-
-    def __len__(self) -> int:
-        return self.vocab_size
 
     def __repr__(self) -> str:
         return (f"TextEncoder(vocab_size={self.vocab_size}, lowercase={self._lowercase}, "

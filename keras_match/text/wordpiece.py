@@ -77,6 +77,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from keras_match.text.tokenizer import as_string_batch
+from keras_match.text.vocabulary import VocabularyFile
 
 __all__ = ["WordPieceEncoder", "WORDS", "tokenizer_names", "check_tokenizer", "VOCABULARY_FILE", "SUFFIX_INDICATOR", "MAX_CHARS_PER_WORD", "CJK_RANGES",
            "pretrained_vocab_size"]
@@ -195,7 +196,7 @@ def _special_token(config, key, default):
 # --------------------------------------------------------------------------------------------------------------
 
 
-class WordPieceEncoder:
+class WordPieceEncoder(VocabularyFile):
     """Maps texts to fixed-length int32 WordPiece-id matrices `[CLS] pieces [SEP] 0 ...` in TensorFlow ops.
 
     The rule, and how it compares with the reference tokenizer, is in the module docstring. Ids are the
@@ -434,20 +435,6 @@ class WordPieceEncoder:
     def special_ids(self) -> dict:
         """`{"padding": pad_id, "unknown": unknown_id, "cls": cls_id, "sep": sep_id}`."""
         return {"padding": self.pad_id, "unknown": self.unknown_id, "cls": self.cls_id, "sep": self.sep_id}
-
-    @property
-    def table(self) -> tf.lookup.StaticHashTable:
-        """The token -> id lookup table (`lookup`), read from :attr:`vocabulary_path`; an export tracks it, which
-        puts the vocabulary file among the SavedModel's assets."""
-        return self._table
-
-    @property
-    def vocabulary_path(self) -> str:
-        """The encoder's own copy of the vocabulary file (`.../vocabulary.txt`)."""
-        return self._path
-
-    def __len__(self) -> int:
-        return self.vocab_size
 
     def __repr__(self) -> str:
         return (f"WordPieceEncoder(name={self.name!r}, vocab_size={self.vocab_size}, lowercase={self._lowercase}, "

@@ -164,14 +164,8 @@ class Recipe:
         if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= SEED_MAX:
             raise ValueError(f"seed must be an integer from 0 to {SEED_MAX}, got {seed!r}")
         checked = zoo.resolve(name, **overrides)  # every setting is checked before any file is read or fetched
-        backbone = checked.model.get("backbone")
-        if backbone is not None:
-            if getattr(checked.preprocessing, "tokenizer", None) != backbone:
-                raise ValueError(f"zoo entry {name!r}: backbone={backbone} reads WordPiece ids of its own "
-                                 f"vocabulary; its preprocessor must tokenize with tokenizer={backbone}")
-            embeddings = None  # a pretrained transformer reads the texts, not word vectors
         if getattr(checked.preprocessing, "tokenizer", "words") != "words":
-            embeddings = None  # word vectors have no rows for WordPiece ids: the embeddings train from random
+            embeddings = None  # WordPiece ids (a backbone's among them): word vectors have no rows for them
         if embeddings == "default":
             embeddings = default_vectors_path(data_dir)
         vectors = vectors_lib.load_vectors(embeddings) if embeddings else None
