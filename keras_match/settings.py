@@ -144,6 +144,9 @@ class TrainingSettings(_Section):
         precision: what the model computes in while it trains (`keras_match.precision`): `"float32"`,
             `"mixed_bfloat16"` (float32 variables, bfloat16 computation) or `"auto"` (bfloat16 where the CPU has
             bfloat16 units); `keras_match.zoo.resolve` replaces `"auto"` by what it picked.
+        state_cache: with a frozen pretrained backbone (or the frozen lower layers of a top-k fine-tuning),
+            compute the frozen part's states once per distinct training and dev text and look them up in every
+            epoch (`keras_match.encoders.state_cache`); the model and its figures are the same either way.
     """
 
     SECTION: typing.ClassVar[str] = "training"
@@ -160,6 +163,7 @@ class TrainingSettings(_Section):
         "optimizer": Rule(lambda v: _is_optimizer(v), "a Keras optimizer name (adam, rmsprop, sgd, adagrad, ...)"),
         "bucketing": Rule(lambda v: isinstance(v, bool), "true or false"),
         "precision": Rule(lambda v: v in PRECISION_CHOICES, "one of " + ", ".join(PRECISION_CHOICES)),
+        "state_cache": Rule(lambda v: isinstance(v, bool), "true or false"),
     }
 
     optimizer: str = "adam"
@@ -173,6 +177,7 @@ class TrainingSettings(_Section):
     bucketing: bool = True
     lr_decay: float | None = None
     precision: str = "float32"
+    state_cache: bool = True
 
 
 @dataclasses.dataclass(frozen=True)

@@ -32,6 +32,38 @@ def data_dir():
     return path
 
 
+# Zoo entries over a pretrained backbone (`backbone=minilm-l6`) are built, trained and exported in the zoo-wide
+# tests with a tiny random BERT of MiniLM's architecture family and vocabulary (the real WordPiece ids): they test
+# the wiring, the data path and the export, not the encoder. The pinned MiniLM itself (its weights, the model card's
+# similarities, the state cache's figures) is tested under tests/encoders/ and by tests marked `real_backbone`.
+TINY_BACKBONE = {"num_layers": 2, "num_heads": 2, "hidden_dim": 32, "intermediate_dim": 64}
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "real_backbone: build backbone entries with the pinned pretrained weights")
+
+
+@pytest.fixture(scope="session")
+def states_cache(tmp_path_factory):
+    """The frozen backbone states' cache of this test session (`keras_match.encoders.state_cache`)."""
+    return tmp_path_factory.mktemp("states")
+
+
+@pytest.fixture(autouse=True)
+def tiny_backbones(request, monkeypatch, states_cache):
+    from keras_match.encoders import state_cache
+
+    monkeypatch.setattr(state_cache, "states_cache_dir", lambda: states_cache)
+    if "real_backbone" in request.keywords or "encoders" in request.path.parts:
+        return
+    from keras_match.encoders import transformer
+
+
+    architecture = transformer._architecture
+    monkeypatch.setattr(transformer, "_architecture", lambda folder: {**architecture(folder), **TINY_BACKBONE})
+    monkeypatch.setattr(transformer.TransformerEncoder, "finish", lambda self, model: None)
+
+
 # A small MCAN so a real TrecQA run takes seconds; the data, tokenizer, GloVe and code path are the real ones.
 SMALL_MCAN = ["--set", "lstm_units=16", "--set", "highway_units=8", "--set", "fm_factors=4"]
 

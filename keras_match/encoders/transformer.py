@@ -177,25 +177,81 @@ class TransformerStates(keras.layers.Layer):
         """The mix's normalised weights `softmax(w)` `[num_layers + 1]` (embeddings first), or None."""
         return ops.softmax(self.mix_logits) if self.layers == "mix" else None
 
-    def all_states(self, token_ids, training=False):
-        """The embedding layer's output and every transformer layer's, `num_layers + 1` tensors
-        `[batch, length, hidden_dim]` for int `[batch, length]` ids; frozen ones carry no gradient."""
+    def _embeddings(self, token_ids, training):
         backbone = self.backbone
-        token_ids = ops.cast(token_ids, "int32")
-        padding_mask = ops.not_equal(token_ids, 0)
-        first = self.num_layers - self.trained_layers  # the first transformer layer that trains
-        embeddings_train = self.trainable_layers == "all"
         tokens = backbone.token_embedding(token_ids)
         x = backbone.embeddings_add((tokens, backbone.position_embedding(tokens),
                                      backbone.segment_embedding(ops.zeros_like(token_ids))))
         x = backbone.embeddings_layer_norm(x)
-        x = backbone.embeddings_dropout(x, training=bool(training) and embeddings_train)
-        states = [x if embeddings_train else ops.stop_gradient(x)]
-        for index, layer in enumerate(backbone.transformer_layers):
+        return backbone.embeddings_dropout(x, training=bool(training) and self.trainable_layers == "all")
+
+    def all_states(self, token_ids, training=False):
+        """The embedding layer's output and every transformer layer's, `num_layers + 1` tensors
+        `[batch, length, hidden_dim]` for int `[batch, length]` ids; frozen ones carry no gradient."""
+        token_ids = ops.cast(token_ids, "int32")
+        padding_mask = ops.not_equal(token_ids, 0)
+        first = self.num_layers - self.trained_layers  # the first transformer layer that trains
+        x = self._embeddings(token_ids, training)
+        states = [x if self.trainable_layers == "all" else ops.stop_gradient(x)]
+        for index, layer in enumerate(self.backbone.transformer_layers):
             trains = index >= first
             x = layer(x, padding_mask=padding_mask, training=bool(training) and trains)
             states.append(x if trains else ops.stop_gradient(x))
         return states
+
+    @property
+    def caches(self) -> bool:
+        """Whether the states below the first trained layer can be cached per text
+        (`keras_match.encoders.state_cache`): `layers="last"` and the embeddings frozen (not `"all"`)."""
+        return self.layers == "last" and self.trainable_layers != "all"
+
+    def frozen_states(self, token_ids):
+        """The frozen part's states: the embeddings and the transformer layers below the first one that trains
+        (all of them when frozen), in inference mode, `[batch, length, hidden_dim]` for int `[batch, length]` ids;
+        what a `StateCache` keeps. Only for `caches` layers."""
+        token_ids = ops.cast(token_ids, "int32")
+        padding_mask = ops.not_equal(token_ids, 0)
+        x = self._embeddings(token_ids, False)
+        for layer in self.backbone.transformer_layers[:self.num_layers - self.trained_layers]:
+            x = layer(x, padding_mask=padding_mask, training=False)
+        return x
+
+    def attach_cache(self, cache):
+        """Look texts up in `cache` (a `keras_match.encoders.state_cache.StateCache` built for this layer)
+        instead of running the frozen part, while it is attached: a batch whose texts are all cached gathers
+        their states, any other batch computes them. Not part of the config or the weights; `detach_cache()`
+        ends it.
+
+        Raises:
+            ValueError: the layer's states cannot be cached, or the cache is of another frozen depth.
+        """
+        depth = self.num_layers - self.trained_layers
+        if not self.caches or cache.depth != depth:
+            raise ValueError(f"{self.name}: a state cache serves layers='last' with a frozen part of {depth} layers "
+                             f"(layers={self.layers!r}, trainable_layers={self.trainable_layers!r}; the cache's: "
+                             f"{cache.depth})")
+        cache.tensors()  # the lookup table and the states variable, made outside any traced function
+        self._state_cache = cache
+
+    def detach_cache(self):
+        """Computes every batch's states again (see `attach_cache`)."""
+        self._state_cache = None
+
+    def _last_states(self, token_ids, training):
+        """`layers="last"`: the frozen part (looked up in the attached cache, if any), then the trained layers."""
+        if not self.caches:
+            return self.all_states(token_ids, training=training)[-1]
+        token_ids = ops.cast(token_ids, "int32")
+        cache = getattr(self, "_state_cache", None)
+        if cache is None:
+            x = self.frozen_states(token_ids)
+        else:
+            x = cache.states_or(token_ids, lambda: self.frozen_states(token_ids), self.compute_dtype)
+        x = ops.stop_gradient(x)
+        padding_mask = ops.not_equal(token_ids, 0)
+        for layer in self.backbone.transformer_layers[self.num_layers - self.trained_layers:]:
+            x = layer(x, padding_mask=padding_mask, training=bool(training))
+        return x
 
     def call(self, token_ids, training=None):
         shape = ops.shape(token_ids)
@@ -204,10 +260,10 @@ class TransformerStates(keras.layers.Layer):
             raise ValueError(f"{self.name}: texts of {length} token ids; the backbone reads at most "
                              f"{self.max_sequence_length} (truncate in the preprocessor)")
         flat = token_ids if len(token_ids.shape) == 2 else ops.reshape(token_ids, (-1, shape[-1]))
-        states = self.all_states(flat, training=training)
         if self.layers == "last":
-            output = states[-1]
+            output = self._last_states(flat, training)
         else:
+            states = self.all_states(flat, training=training)
             weights = ops.cast(ops.softmax(self.mix_logits), states[0].dtype)
             output = sum(weights[j] * state for j, state in enumerate(states))
             output = ops.cast(self.mix_scale, output.dtype) * output

@@ -27,6 +27,7 @@ import os
 import keras
 
 from keras_match import heads, losses, tasks, text, zoo
+from keras_match.encoders import state_cache
 from keras_match.inputs import pipeline
 from keras_match.text import vectors as vectors_lib
 from keras_match.settings import SEED_MAX, Settings
@@ -302,6 +303,9 @@ class Recipe:
             adapted = adapt(model) if adapt is not None else None
             fit_model = self.compile(model, settings)
         train_inputs, dev_inputs = self.encoded(preprocessor)
+        if settings.training.state_cache and strategy is None:  # a frozen backbone's states, once per text
+            state_cache.attach(model, [inputs[name] for inputs in (train_inputs, dev_inputs)
+                                       for name in preprocessor.SEQUENCE_INPUTS])
         return Fitting(self, settings, preprocessor, model, fit_model, coverage, train_inputs, dev_inputs, adapted)
 
     def fitting_of(self, fit_model, preprocessor, settings=None) -> Fitting:
