@@ -203,6 +203,8 @@ def train(
     recipe = Recipe.prepare(name, data, data_dir=data_dir, train_split=train_split, embeddings=embeddings_path,
                             seed=seed, max_train_questions=max_train_questions, **overrides)
     settings, task, dataset, mode = recipe.settings, recipe.task, recipe.dataset, recipe.mode
+    if recipe.vectors is None:
+        embeddings_path = None  # none were read (a backbone's WordPiece ids, or random embeddings asked for)
     if init is not None:
         finetune.check_task(init, task, dataset["train"])
     spec = data if isinstance(data, str) else dataset.name
