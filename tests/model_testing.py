@@ -10,6 +10,7 @@ import re
 
 import keras
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from keras_match import heads, zoo
@@ -42,6 +43,27 @@ BACKBONE_SIZES = {"questions": {"ranking": 30, "classification": 200}}
 """The short run of an entry over a pretrained backbone (`backbone`): the pinned MiniLM's frozen states of each
 distinct text are computed first (`state_cache`), about 60 s for the 5,900 texts of 100 TrecQA questions and
 the clean dev split on one busy core here, so it trains on 30 questions (pairs)."""
+
+
+PRETRAINED_BACKBONE_FAMILIES = {"encoder_rankers": "tests/models/encoder_rankers/test_encoder_rankers_models.py"}
+"""Families whose entries are a pretrained transformer as a whole (all-MiniLM-L6-v2: 22.7 M parameters, every layer
+fine-tuned by the presets, no width to shrink), and the file that checks them instead of the zoo-wide tests
+(`tests/models/test_zoo_entries.py`, `tests/test_training_modes.py`, `tests/test_export_zoo.py`,
+`tests/test_precision.py`). Measured here for `bi_encoder_minilm` / `cross_encoder_minilm` (a 2-core machine with
+another run on it): `run_model_test`'s short run 104 / 88 s an entry (and the bi-encoder's zero-shot dev MAP fell
+0.762 -> 0.709 at the short run's 10 x learning rate), one training step per loss mode 24-38 s a case (six cases),
+the bfloat16 build 5-6 s. That file runs the same checks on the same builders through `zoo.build` over MiniLM's
+encoder shrunk to two layers of width 8 (loss modes, round trips, padding, bfloat16, the raw-text SavedModel), and
+on MiniLM where its weights matter (zero-shot cosines, the packed pair, padding, a short real run that learns)."""
+
+
+def skip_pretrained_backbone(name, check):
+    """`pytest.skip` for `check` (what the calling test does) when zoo entry `name` belongs to one of the
+    `PRETRAINED_BACKBONE_FAMILIES`, naming the file that checks it."""
+    where = PRETRAINED_BACKBONE_FAMILIES.get(zoo.describe(name)["family"])
+    if where is not None:
+        pytest.skip(f"{name}: {check} of a 22.7M-parameter pretrained transformer is checked by {where}, on the "
+                    "same builders over a 2-layer BERT and on MiniLM (tests/model_testing.py)")
 
 
 def _family_sizes(name):

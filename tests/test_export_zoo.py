@@ -31,11 +31,13 @@ from keras_match.preprocessors.pair import PairPreprocessor
 
 NAMES = [name for name in zoo.names() if zoo.family_of(name).preprocessor == "pair"
          and not zoo.describe(name)["model"].get("backbone")]
-"""Every pair entry but those over a pretrained backbone, which read WordPiece ids rather than this file's word
-vocabulary: `tests/test_backbone_export.py` exports one of them through the same path."""
 """The entries whose family reads the pair preprocessor: the tricky texts here are (question, answer) pairs. The
 other entries' exports (the dialog models') are checked by `run_model_test(exports=True)`
-(`tests/models/test_zoo_entries.py`)."""
+(`tests/models/test_zoo_entries.py`); the pretrained-transformer entries' (`bi_encoder_minilm`,
+`cross_encoder_minilm`: this file's word vocabulary is not their WordPiece one, and each export and its scoring
+of `MANY` pairs through a 22.7M-parameter backbone would cost minutes) by the file
+`model_testing.PRETRAINED_BACKBONE_FAMILIES` names, on the same builders over a 2-layer BERT; the transformer-input
+variants of the paper families (`mcan_fm_minilm` ...) by `tests/test_backbone_export.py`, through the same path."""
 
 WORDS = ("who wrote hamlet the cat sat on mat when was teapot dome scandal broke in 1923 . ? , shakespeare "
          "william play a an of is to and zürich café 日 本 what where how many people live city river").split()

@@ -68,6 +68,9 @@ def test_auto_is_resolved_before_a_run_records_it():
 
 @pytest.mark.parametrize("name", ALL_ENTRIES)
 def test_every_entry_builds_in_mixed_bfloat16_with_a_float32_head(name):
+    from model_testing import skip_pretrained_backbone
+
+    skip_pretrained_backbone(name, "the mixed bfloat16 build")
     model = zoo.load(name, compile=False, precision="mixed_bfloat16", **_small(name))
     assert precision.of_model(model) == "mixed_bfloat16"
     assert all(v.dtype == "float32" for v in model.weights if "float" in v.dtype)  # variables stay float32

@@ -16,6 +16,7 @@ from keras_match.training.recipe import Recipe, settings_for_task
 
 from conftest import SMALL_MCAN, train_args
 from learning_checks import classification_figures, classification_figures_of_run
+from model_testing import skip_pretrained_backbone
 from model_testing import small_overrides
 
 SMALL_CTRN = ["--set", "filters=16", "--set", "dense_units=8"]
@@ -114,6 +115,7 @@ def test_every_ranking_entry_compiles_for_every_loss_mode(name, loss):
     entry-specific code (synthetic ids; real data: the tests above). The dialog entries rank a fixed candidate set
     with a softmax and train pointwise only (`ResponseSelectionTask.loss_modes`; their short real-data run:
     tests/models/test_zoo_entries.py)."""
+    skip_pretrained_backbone(name, "a training step of each loss mode")
     task = tasks.RankingTask()
     settings = settings_for_task(zoo.resolve(name, **_small(name), loss=loss), task)
     mode = losses.mode_of(settings.training.loss)
