@@ -24,8 +24,8 @@ encoder's files with their sha256):
 `--quick` prints one JSON object instead, the cross-encoder's (`cross_encoder_minilm`) training speed: seconds per
 training step (`train_on_batch`, batch `--batch-size` 32 pointwise pairs of real TrecQA clean TRAIN-ALL pairs, the
 recipe's own length-bucketed batches) with the backbone frozen and with every layer trained, the median of
-`--steps` steps after two warm-up steps, and the same over WikiQA's training split with the epoch estimated as
-that median times the epoch's batches (`steps_per_epoch`; not a whole measured epoch):
+`--steps` steps after two warm-up steps (and their mean), and the same over WikiQA's training split, with the
+epoch estimated as the mean step times the epoch's batches (`steps_per_epoch`; not a whole measured epoch):
 
     python benchmarks/zero_shot.py --quick
 """
@@ -50,6 +50,8 @@ ENTRY = "bi_encoder_minilm"
 CROSS_ENCODER = "cross_encoder_minilm"
 DATASETS = ("trecqa-clean", "trecqa-raw", "wikiqa", "wikiqa-answered", "semeval2016")
 SPLITS = ("dev", "test")
+"""The splits scored, those of them the dataset has (`semeval2016` has no test split: the zoo scores its
+official dev split as its test)."""
 TREC_MEASURES = {"map": "map", "mrr": "recip_rank", "p@1": "P_1"}
 
 
@@ -80,20 +82,21 @@ def encoder_files():
                       if file.origin_path in ("config.json", "model.safetensors", "vocab.txt")}}
 
 
-def zero_shot(dataset, data_dir=None, seed=1234) -> dict:
-    """The zero-shot figures of `bi_encoder_minilm` on a dataset's dev and test splits, ours and trec_eval's."""
+def zero_shot(dataset, data_dir=None, seed=1234, overrides=None) -> dict:
+    """The zero-shot figures of `bi_encoder_minilm` on a dataset's dev and test splits, ours and trec_eval's
+    (`overrides`: settings by name, e.g. longer truncation lengths)."""
     from keras_match import heads, training
     from keras_match.inputs import pipeline
     from keras_match.training.recipe import Recipe
 
     started = time.time()
-    recipe = Recipe.prepare(ENTRY, dataset, data_dir=data_dir, seed=seed, max_train_questions=1,
-                            backbone_trainable="frozen")
+    settings = {"backbone_trainable": "frozen", **(overrides or {})}
+    recipe = Recipe.prepare(ENTRY, dataset, data_dir=data_dir, seed=seed, max_train_questions=1, **settings)
     preprocessor = recipe.preprocessor()
     fitting = recipe.fitting(preprocessor)
     model, task = fitting.model, recipe.task
     result = {"zoo": ENTRY, "dataset": dataset, "settings": recipe.settings.to_dict(), "splits": {}}
-    for name in SPLITS:
+    for name in (split for split in SPLITS if split in recipe.dataset):
         examples = recipe.dev_examples if name == "dev" else task.examples(recipe.dataset[name])
         inputs = recipe.encode(preprocessor, examples)
         split_started = time.time()
@@ -106,15 +109,15 @@ def zero_shot(dataset, data_dir=None, seed=1234) -> dict:
                                   "summary": task.summary(figures)}
         print(f"{dataset} {name}: {task.summary(figures)} ({len(scores)} pairs, {seconds:.0f} s)", file=sys.stderr,
               flush=True)
-    result["provenance"] = provenance.collect(started, dataset=dataset, seed=seed,
+    result["provenance"] = provenance.collect(started, dataset=dataset, seed=seed, overrides=settings,
                                               data_files=training.data_files(recipe.dataset),
                                               encoder=encoder_files())
     return result
 
 
 def _step_times(fitting, steps):
-    """Seconds of `steps` training steps (`train_on_batch`) on the fitting's own first batches, after two warm-up
-    steps (tracing): their median and all of them."""
+    """Seconds of `steps` training steps (`train_on_batch`) on the fitting's own first batches (a random sample
+    of the epoch's length-bucketed batches), after two warm-up steps (tracing); and the epoch's batches."""
     batches = fitting.batches()
     iterator = iter(batches.dataset)
     for _ in range(2):
@@ -126,7 +129,7 @@ def _step_times(fitting, steps):
         started = time.perf_counter()
         fitting.fit_model.train_on_batch(x, y)
         seconds.append(time.perf_counter() - started)
-    return statistics.median(seconds), seconds, batches.steps_per_epoch
+    return seconds, batches.steps_per_epoch
 
 
 def speed(args) -> dict:
@@ -143,12 +146,12 @@ def speed(args) -> dict:
                                     backbone_trainable=trainable, batch_size=args.batch_size)
             keras.utils.set_random_seed(args.seed)
             fitting = recipe.fitting(recipe.preprocessor())
-            median, seconds, steps_per_epoch = _step_times(fitting, args.steps)
+            seconds, steps_per_epoch = _step_times(fitting, args.steps)
             report["runs"][f"{dataset}/{trainable}"] = {
                 "dataset": dataset, "backbone_trainable": trainable, "train_pairs": len(recipe.train_examples),
-                "step_s": round(median, 3), "step_s_all": [round(s, 3) for s in seconds],
-                "steps_per_epoch": int(steps_per_epoch),
-                "epoch_s_estimate": round(median * steps_per_epoch, 1),
+                "step_s": round(statistics.median(seconds), 3), "step_s_mean": round(statistics.mean(seconds), 3),
+                "step_s_all": [round(s, 3) for s in seconds], "steps_per_epoch": int(steps_per_epoch),
+                "epoch_s_estimate": round(statistics.mean(seconds) * steps_per_epoch, 1),
             }
             print(f"{dataset} {trainable}: {report['runs'][f'{dataset}/{trainable}']}", file=sys.stderr,
                   flush=True)
@@ -162,6 +165,10 @@ def main(argv=None):
     parser.add_argument("--data-dir", default=None, help="the benchmark data folder (default $KERAS_MATCH_DATA)")
     parser.add_argument("--out", default=None, help="folder of the result files (default: print them)")
     parser.add_argument("--seed", type=int, default=1234)
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a setting of the entry (JSON value, else text), e.g. max_answer_length=256")
+    parser.add_argument("--tag", default=None,
+                        help="with --set: the result files are zero_shot-<dataset>-<tag>.json")
     parser.add_argument("--quick", action="store_true",
                         help="print the cross-encoder's training speed (frozen / all layers) instead")
     parser.add_argument("--batch-size", type=int, default=32, help="--quick: pairs per training step")
@@ -170,12 +177,21 @@ def main(argv=None):
     if args.quick:
         print(json.dumps(speed(args), indent=1))
         return
+    overrides = {}
+    for item in args.set:
+        key, _, value = item.partition("=")
+        try:
+            overrides[key] = json.loads(value)
+        except ValueError:
+            overrides[key] = value
+    if overrides and args.out is not None and args.tag is None:
+        parser.error("--set with --out needs --tag (the preset's figures keep the untagged files)")
     for dataset in args.datasets:
-        result = zero_shot(dataset, args.data_dir, args.seed)
+        result = zero_shot(dataset, args.data_dir, args.seed, overrides)
         if args.out is None:
             print(json.dumps(result, indent=1))
             continue
-        path = pathlib.Path(args.out) / f"zero_shot-{dataset}.json"
+        path = pathlib.Path(args.out) / f"zero_shot-{dataset}{'-' + args.tag if args.tag else ''}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
 

@@ -18,8 +18,8 @@ def pack_pair(question_ids, answer_ids, sep_id=102, max_length=None):
     its leading `[CLS]`, then padding 0: `[CLS] q_1 .. q_n [SEP] a_1 .. a_m [SEP] 0 ..`, the packing of BERT's
     sentence pairs (Devlin et al. 2019, section 3, Figure 2) and of Nogueira & Cho's re-ranker. The segment ids are
     0 over the question's ids and 1 over the answer's (padding 0); the padding mask is True over both. The width is
-    the longest packed row of the batch (at most `Lq + La - 1`: both `[CLS]` but one are dropped), cut at
-    `max_length` if given: a longer row keeps its first `max_length - 1` ids and ends with `[SEP]`.
+    the longest packed row of the batch (at least 1; at most `Lq + La - 1`: the answer's `[CLS]` is dropped), cut
+    at `max_length` if given: a longer row keeps its first `max_length - 1` ids and ends with `[SEP]`.
 
     The ids must be right-padded (real ids first, then 0 only), as the pair preprocessor makes them
     (`keras_match.preprocessors.PairPreprocessor` with a WordPiece `tokenizer`); an all-padding row (a padded list
