@@ -18,6 +18,10 @@ from keras_match.models.encoder_rankers import SentenceEmbedding
 from keras_match.models.encoder_rankers import SiameseFeatures
 from keras_match.models.encoder_rankers import pack_pair
 
+# these tests choose their backbone themselves (MiniLM where its weights matter, their own 2-layer BERT
+# elsewhere), not the tiny one tests/conftest.py gives the zoo-wide tests
+pytestmark = pytest.mark.real_backbone
+
 TINY = {"vocabulary_size": 60, "num_layers": 2, "num_heads": 2, "hidden_dim": 8, "intermediate_dim": 16,
         "dropout": 0.1, "max_sequence_length": 32, "num_segments": 2}
 """A BERT small enough to build in a blink; the layers read it as they read MiniLM."""

@@ -33,6 +33,10 @@ from keras_match.models.encoder_rankers import build_cross_encoder
 from keras_match.preprocessors.pair import PairPreprocessor
 from keras_match.training.recipe import Recipe, settings_for_task
 
+# these tests choose their backbone themselves (MiniLM where its weights matter, their own 2-layer BERT
+# elsewhere), not the tiny one tests/conftest.py gives the zoo-wide tests
+pytestmark = pytest.mark.real_backbone
+
 pytest.importorskip("keras_hub", reason="the transformers extra (keras-hub) is not installed")
 
 ENTRIES = ["bi_encoder_minilm", "cross_encoder_minilm"]
