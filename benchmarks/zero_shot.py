@@ -7,8 +7,9 @@ Zero-shot: for each dataset the zoo entry `bi_encoder_minilm` is made by the rec
 20 x cosine), and its dev and test splits are scored without any training by the functions
 `Fitting.evaluate` calls (`Recipe.encode`, `keras_match.inputs.pipeline.predict`, the task's `evaluate`): the
 figures `keras-match train` reports, as it would report them before its first epoch (its settings refuse
-`epochs=0`). The same scores are checked against trec_eval (`pytrec_eval`, with the qrels of the split's labels,
-questions without a correct answer left out as the loaders leave them out): `trec_eval` in each result. The
+`epochs=0`). The same scores are checked against trec_eval (`pytrec_eval`, with the qrels of the split's labels;
+questions without a correct answer left out, or counted as 0 where the task's rule says so, SemEval-2016's):
+`trec_eval` in each result. The
 ranking does not depend on the training split (the vocabulary is the encoder's, no pair features), so the recipe
 reads one training question only. One JSON file per dataset, `--out DIR/zero_shot-<dataset>.json`, with its
 `provenance` (`keras_match.artifacts.provenance`: command, code, versions, machine, times; the data files and the
@@ -55,17 +56,19 @@ official dev split as its test)."""
 TREC_MEASURES = {"map": "map", "mrr": "recip_rank", "p@1": "P_1"}
 
 
-def trec_eval_figures(examples, scores) -> dict:
-    """MAP / MRR / P@1 of `scores` by trec_eval (`pytrec_eval`): qrels from the examples' labels (questions without
-    a relevant candidate left out), the run from the scores."""
+def trec_eval_figures(examples, scores, no_positive="skip") -> dict:
+    """MAP / MRR / P@1 of `scores` by trec_eval (`pytrec_eval`): qrels from the examples' labels, the run from the
+    scores; questions without a relevant candidate left out (`no_positive="skip"`) or kept, where trec_eval counts
+    them as 0 (`"zero"`: SemEval-2016's rule), as the task's rule says."""
     import pytrec_eval
 
     qrels, run = {}, {}
     for qid, aid, label, score in zip(examples.groups, examples.ids, examples.labels, scores):
         qrels.setdefault(str(qid), {})[str(aid)] = int(label)
         run.setdefault(str(qid), {})[str(aid)] = float(score)
-    qrels = {qid: judged for qid, judged in qrels.items() if max(judged.values()) >= 1}
-    run = {qid: ranked for qid, ranked in run.items() if qid in qrels}
+    if no_positive == "skip":
+        qrels = {qid: judged for qid, judged in qrels.items() if max(judged.values()) >= 1}
+        run = {qid: ranked for qid, ranked in run.items() if qid in qrels}
     per_query = pytrec_eval.RelevanceEvaluator(qrels, set(TREC_MEASURES.values())).evaluate(run)
     figures = {key: float(np.mean([values[measure] for values in per_query.values()]))
                for key, measure in TREC_MEASURES.items()}
@@ -104,7 +107,7 @@ def zero_shot(dataset, data_dir=None, seed=1234, overrides=None) -> dict:
         seconds = time.time() - split_started
         figures = task.evaluate(heads.head_of(model), outputs, examples)
         scores = np.asarray(heads.ranking_score(heads.head_of(model), outputs), np.float64)
-        result["splits"][name] = {"figures": figures, "trec_eval": trec_eval_figures(examples, scores),
+        result["splits"][name] = {"figures": figures, "trec_eval": trec_eval_figures(examples, scores, task.no_positive),
                                   "num_pairs": len(scores), "scoring_seconds": round(seconds, 1),
                                   "summary": task.summary(figures)}
         print(f"{dataset} {name}: {task.summary(figures)} ({len(scores)} pairs, {seconds:.0f} s)", file=sys.stderr,
