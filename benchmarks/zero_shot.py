@@ -75,6 +75,17 @@ def trec_eval_figures(examples, scores, no_positive="skip") -> dict:
     return dict(figures, num_questions=len(per_query))
 
 
+def cut_shares(preprocessor, examples) -> dict:
+    """The share of the split's questions and answers whose WordPiece pieces do not all fit the preprocessor's
+    lengths (`[CLS]` and `[SEP]` take two ids of each)."""
+    shares = {}
+    for key, limit in preprocessor.sequence_lengths().items():
+        texts = list(examples.texts[key])
+        pieces = preprocessor.encoder.tokenize(texts).row_lengths().numpy()
+        shares[key] = round(float(np.mean(pieces > limit - 2)) if len(texts) else 0.0, 4)
+    return shares
+
+
 def encoder_files():
     """The pretrained encoder's pinned files with their sha256 (checked when the encoder was located)."""
     from keras_match.encoders import pretrained
@@ -109,6 +120,7 @@ def zero_shot(dataset, data_dir=None, seed=1234, overrides=None) -> dict:
         scores = np.asarray(heads.ranking_score(heads.head_of(model), outputs), np.float64)
         result["splits"][name] = {"figures": figures, "trec_eval": trec_eval_figures(examples, scores, task.no_positive),
                                   "num_pairs": len(scores), "scoring_seconds": round(seconds, 1),
+                                  "cut": cut_shares(preprocessor, examples),
                                   "summary": task.summary(figures)}
         print(f"{dataset} {name}: {task.summary(figures)} ({len(scores)} pairs, {seconds:.0f} s)", file=sys.stderr,
               flush=True)
