@@ -23,6 +23,7 @@ RESULTS_PAGES = {
     "docs/coupled-lstm.md": None,
     "docs/iwan.md": None,
     "docs/carnn-dialog.md": None,
+    "docs/encoder-rankers.md": None,
     "docs/presets.md": None,
     "docs/serving.md": None,
     "docs/tuning.md": None,
