@@ -44,6 +44,18 @@ def pytest_configure(config):
 
 
 @pytest.fixture(scope="session")
+def encoders_dir():
+    """The pretrained-encoder folder (`$KERAS_MATCH_ENCODERS`, else `../shared/models`); tests skip without its
+    all-MiniLM-L6-v2."""
+    env = os.environ.get("KERAS_MATCH_ENCODERS")
+    path = pathlib.Path(env) if env else REPO.parent / "shared" / "models"
+    if not (path / "all-MiniLM-L6-v2" / "config.json").is_file():
+        pytest.skip(f"the pretrained encoders folder is not at {path} (no all-MiniLM-L6-v2/; set "
+                    "KERAS_MATCH_ENCODERS)")
+    return path
+
+
+@pytest.fixture(scope="session")
 def states_cache(tmp_path_factory):
     """The frozen backbone states' cache of this test session (`keras_match.encoders.state_cache`)."""
     return tmp_path_factory.mktemp("states")

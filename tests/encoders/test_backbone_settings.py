@@ -2,12 +2,9 @@
 `backbone=minilm-l6` (with `backbone_layers`, `backbone_trainable`) and is then built over a `TransformerEncoder`
 without any change to its body; bad values are one-line errors naming the setting; dialog families refuse it."""
 
-import os
-import pathlib
 
 import numpy as np
 import pytest
-from conftest import REPO
 
 from keras_match import zoo
 from keras_match.encoders import TRANSFORMER_LAYER
@@ -50,15 +47,6 @@ def test_a_bad_backbone_value_names_the_setting_and_what_it_must_be(key, value, 
         zoo.resolve(ENTRY, **{key: value})
     message = str(error.value)
     assert message.startswith(f"setting {key}=") and wanted in message and "\n" not in message
-
-
-@pytest.fixture(scope="module")
-def encoders_dir():
-    env = os.environ.get("KERAS_MATCH_ENCODERS")
-    path = pathlib.Path(env) if env else REPO.parent / "shared" / "models"
-    if not (path / "all-MiniLM-L6-v2" / "config.json").is_file():
-        pytest.skip(f"the pretrained encoders folder is not at {path} (set KERAS_MATCH_ENCODERS)")
-    return path
 
 
 def test_a_backbone_entry_builds_its_body_over_the_transformer_with_the_pretrained_weights(encoders_dir,

@@ -2,8 +2,6 @@
 backbone computes, a batch with an unknown text is computed, training over the cache moves the weights as
 training without it, an interrupted build resumes, and the recipe attaches it only where it may."""
 
-import os
-import pathlib
 
 import keras
 import numpy as np
@@ -12,19 +10,9 @@ import pytest
 from keras_match.encoders import InputEncoder, TransformerEncoder, state_cache
 from keras_match.encoders.transformer import TRANSFORMER_LAYER, tokenizer
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
 TEXTS = ["what is the capital of france ?", "paris is the capital and largest city of france .",
          "the weather is lovely today .", "who wrote hamlet ?", "hamlet is a tragedy by william shakespeare .",
          "a man is eating food ."]
-
-
-@pytest.fixture(scope="module")
-def encoders_dir():
-    env = os.environ.get("KERAS_MATCH_ENCODERS")
-    path = pathlib.Path(env) if env else REPO.parent / "shared" / "models"
-    if not (path / "all-MiniLM-L6-v2" / "config.json").is_file():
-        pytest.skip(f"the pretrained encoders folder is not at {path} (set KERAS_MATCH_ENCODERS)")
-    return path
 
 
 @pytest.fixture(scope="module")

@@ -3,14 +3,11 @@ all-MiniLM-L6-v2 folder: the model card's similarities, masking, what trains, th
 trip. The backbone is loaded once per module (a frozen and a mixed, top-1 fine-tuned encoder)."""
 
 import json
-import os
-import pathlib
 import zipfile
 
 import keras
 import numpy as np
 import pytest
-from conftest import REPO
 
 from keras_match.encoders import TRANSFORMER_LAYER, InputEncoder, TransformerEncoder, TransformerStates, tokenizer
 
@@ -18,17 +15,6 @@ pytest.importorskip("keras_hub", reason="the transformers extra (keras-hub) is n
 
 CARD = ["The weather is lovely today.", "It's so sunny outside!", "He drove to the stadium."]
 """The model card's example sentences; its similarities are 0.6660 (0-1), 0.1045 (0-2), 0.1410 (1-2)."""
-
-
-@pytest.fixture(scope="module")
-def encoders_dir():
-    """The shared pretrained-encoder folder (`../shared/models` or `$KERAS_MATCH_ENCODERS`); tests skip without."""
-    env = os.environ.get("KERAS_MATCH_ENCODERS")
-    path = pathlib.Path(env) if env else REPO.parent / "shared" / "models"
-    if not (path / "all-MiniLM-L6-v2" / "config.json").is_file():
-        pytest.skip(f"the pretrained encoders folder is not at {path} (no all-MiniLM-L6-v2/; set "
-                    "KERAS_MATCH_ENCODERS)")
-    return path
 
 
 @pytest.fixture(scope="module")

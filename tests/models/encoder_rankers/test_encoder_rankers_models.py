@@ -15,13 +15,11 @@ Two kinds of checks:
 """
 
 import os
-import pathlib
 
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import REPO
 
 import references_encoder_rankers as ref
 
@@ -62,27 +60,19 @@ class TinyTransformerEncoder(TransformerEncoder):
         self.finished = model
 
 
-def encoders_dir():
-    env = os.environ.get("KERAS_MATCH_ENCODERS")
-    path = pathlib.Path(env) if env else REPO.parent / "shared" / "models"
-    if not (path / "all-MiniLM-L6-v2" / "config.json").is_file():
-        pytest.skip(f"the pretrained encoders folder is not at {path} (set KERAS_MATCH_ENCODERS)")
-    return path
-
-
 @pytest.fixture(scope="module")
-def wordpiece():
+def wordpiece(encoders_dir):
     """The pair preprocessor of the entries (MiniLM's pinned vocabulary, 40 / 60 ids)."""
     from keras_match import text
 
-    encoder = text.WordPieceEncoder.from_pretrained("minilm-l6", encoders_dir())
+    encoder = text.WordPieceEncoder.from_pretrained("minilm-l6", encoders_dir)
     return PairPreprocessor(encoder, 40, 60, tokenizer="minilm-l6")
 
 
 @pytest.fixture(scope="module")
-def minilm(wordpiece):
+def minilm(wordpiece, encoders_dir):
     """Each entry built once over the real all-MiniLM-L6-v2 (`zoo.build` of its preset), uncompiled."""
-    os.environ.setdefault("KERAS_MATCH_ENCODERS", str(encoders_dir()))
+    os.environ.setdefault("KERAS_MATCH_ENCODERS", str(encoders_dir))
     keras.utils.set_random_seed(1)
     return {name: zoo.build(zoo.resolve(name)) for name in ENTRIES}
 
@@ -210,12 +200,12 @@ def test_config_keras_file_and_bfloat16_over_the_tiny_encoder(name, tmp_path, wo
         np.testing.assert_array_equal(a, b)
 
 
-def test_a_short_real_run_teaches_the_cross_encoder(data_dir):
+def test_a_short_real_run_teaches_the_cross_encoder(data_dir, encoders_dir):
     """`run_model_test`'s learning check, cut to this backbone's cost: the recipe of a real TrecQA run (4 training
     questions, 12 / 16 ids), six pointwise training steps of the top layer and the head, dev MAP on 10 dev
     questions above the untrained model's (measured: 0.324 -> 0.590; with the backbone frozen the head alone did
     not learn in 12 steps)."""
-    os.environ.setdefault("KERAS_MATCH_ENCODERS", str(encoders_dir()))
+    os.environ.setdefault("KERAS_MATCH_ENCODERS", str(encoders_dir))
     recipe = Recipe.prepare("cross_encoder_minilm", "trecqa-clean", data_dir=data_dir, seed=7, max_train_questions=4,
                             backbone_trainable=1, learning_rate=1e-3, batch_size=32, max_question_length=12,
                             max_answer_length=16)
