@@ -26,6 +26,7 @@ from pathlib import Path
 import keras
 import numpy as np
 
+from keras_match.artifacts import storage
 from keras_match.datasets.paths import cache_dir
 
 __all__ = ["StateCache", "text_keys", "states_cache_dir", "cacheable_layer", "attach"]
@@ -227,7 +228,8 @@ def _compute(layer, rows, starts, lengths, folder, verbose):
             states[starts[text]:starts[text] + lengths[text]] = output[i, :lengths[text]]
         if (number + 1) % _SAVE_EVERY == 0 or number == len(batches) - 1:
             states.flush()
-            _write_json(progress_path, {"batches": len(batches), "shape": list(shape), "done": number + 1})
+            progress = {"batches": len(batches), "shape": list(shape), "done": number + 1}
+            storage.write_text(progress_path, json.dumps(progress))
         if bar is not None:
             bar.update(number + 1)
     del states
@@ -240,12 +242,6 @@ def _frozen_function(layer):
     import tensorflow as tf
 
     return tf.function(layer.frozen_states, input_signature=[tf.TensorSpec([None, None], tf.int32)])
-
-
-def _write_json(path, value):
-    temporary = path.with_suffix(".tmp")
-    temporary.write_text(json.dumps(value))
-    os.replace(temporary, path)
 
 
 def attach(model, arrays, *, cache_root=None, verbose=True):
