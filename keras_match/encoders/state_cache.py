@@ -13,11 +13,14 @@ shapes); only the time differs.
 The states are kept in the user cache (`$KERAS_MATCH_CACHE/states`, else `~/.cache/keras_match/states`), one
 folder per (encoder, its weights' sha256, the frozen depth, precision, the set of texts), written batch by batch
 so an interrupted build resumes where it stopped; another run (a seed, a search trial) on the same texts reads
-it without computing anything. Never committed: it is derived from the encoder's weights and the data.
+it without computing anything. A build holds the folder's lock (`.lock`, an advisory `flock` released however the
+process ends): a second process that needs the same states while they are computed waits for them and reads them. Never committed: it is derived from the encoder's weights and the data.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -134,7 +137,9 @@ class StateCache:
         folder = Path(cache_root or states_cache_dir()) / _digest(layer, depth, keys)
         states_path = folder / "states.npy"
         if not states_path.exists():
-            _compute(layer, rows, starts, lengths, folder, verbose)
+            with _building(folder, verbose):
+                if not states_path.exists():  # another process may have finished them while this one waited
+                    _compute(layer, rows, starts, lengths, folder, verbose)
         states = np.load(states_path, mmap_mode="r")
         return cls(keys, starts, lengths, states, depth, folder)
 
@@ -194,6 +199,35 @@ def _digest(layer, depth, keys) -> str:
     digest = hashlib.sha256(described.encode())
     digest.update(np.ascontiguousarray(keys).tobytes())
     return f"{layer.encoder or 'backbone'}-d{depth}-{digest.hexdigest()[:24]}"
+
+
+LOCK_FILE = ".lock"
+
+
+@contextlib.contextmanager
+def _building(folder, verbose):
+    """Holds `folder/.lock` while the states are computed; waits (saying for which process) while another holds it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / LOCK_FILE, "a+", encoding="utf-8") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if verbose:
+                handle.seek(0)
+                holder = handle.read().strip() or "?"
+                print(f"waiting for process {holder}, which computes these states into {folder}", flush=True)
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{os.getpid()}\n")
+        handle.flush()
+        try:
+            yield
+        finally:
+            handle.seek(0)
+            handle.truncate()
+            handle.flush()
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _compute(layer, rows, starts, lengths, folder, verbose):

@@ -151,3 +151,33 @@ def test_the_recipe_caches_the_training_and_dev_texts_unless_told_not_to(encoder
     assert model is fitting.model
     inputs = [split[name] for split in (fitting.train_inputs, fitting.dev_inputs) for name in ("answer", "question")]
     assert len(arrays) == 4 and all(np.array_equal(a, b) for a, b in zip(arrays, inputs))
+
+
+def test_a_build_waits_for_another_process_building_the_same_states_and_reads_them(encoders_dir, ids, tmp_path,
+                                                                                    monkeypatch):
+    """While another process holds the folder's lock, a build waits; when that process has written the states
+    and released the lock, the build reads them instead of computing them again."""
+    import fcntl
+    import threading
+
+    layer = pooled_model(encoders_dir).get_layer(TRANSFORMER_LAYER)
+    first = state_cache.StateCache.build(layer, [ids], cache_root=tmp_path, verbose=False)
+    (folder,) = tmp_path.iterdir()
+    finished = (folder / "states.npy").read_bytes()
+    (folder / "states.npy").unlink()
+    computed = []
+    monkeypatch.setattr(state_cache, "_compute", lambda *args: computed.append(args))
+    other = open(folder / state_cache.LOCK_FILE, "a+")  # another open file description: flock conflicts
+    fcntl.flock(other, fcntl.LOCK_EX)
+    result = {}
+    waiting = threading.Thread(target=lambda: result.setdefault(
+        "cache", state_cache.StateCache.build(layer, [ids], cache_root=tmp_path, verbose=False)))
+    waiting.start()
+    waiting.join(timeout=2)
+    assert waiting.is_alive() and not computed  # it waits for the lock
+    (folder / "states.npy").write_bytes(finished)  # the other process finishes ...
+    fcntl.flock(other, fcntl.LOCK_UN)  # ... and ends
+    other.close()
+    waiting.join(timeout=60)
+    assert not waiting.is_alive() and computed == []
+    np.testing.assert_array_equal(result["cache"].states, first.states)
