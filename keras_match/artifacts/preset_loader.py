@@ -333,6 +333,25 @@ def _check_weights_file(root, config, vocab_size):
                           f"vocabulary size than {root / CONFIG_FILE} and {root / METADATA_FILE} give; {_RESTORE}")
 
 
+def _check_encoder(root, record):
+    """A preset over a pretrained encoder (`metadata.json` `encoder`) names the encoder's weights by sha256: the
+    model rebuilt here reads the pinned encoder of that name, whose weights must be those."""
+    if not record:
+        return
+    from keras_match.encoders.pretrained import pretrained
+
+    try:
+        files = {f.origin_path: f.sha256 for f in pretrained(record["name"]).files}
+    except (KeyError, ValueError) as error:
+        raise PresetError(f"{root / METADATA_FILE}: the preset was trained over the pretrained encoder "
+                          f"{record.get('name')!r}, which this keras-match does not pin ({error}); "
+                          "install the keras-match version that wrote it") from None
+    if files.get("model.safetensors") != record.get("weights_sha256"):
+        raise PresetError(f"{root / METADATA_FILE}: the preset was trained over {record['name']} weights of sha256 "
+                          f"{record.get('weights_sha256')}, but this keras-match pins {files.get('model.safetensors')}; "
+                          "install the keras-match version that wrote it")
+
+
 def load_preset(path_or_name, *, vectors=None, precision="float32"):
     """Load a trained preset: the model with its preprocessor, ready for raw text, without data or network.
 
@@ -403,10 +422,15 @@ def load_preset(path_or_name, *, vectors=None, precision="float32"):
     if matrix is None and embedding.get("dim") and "embedding_dim" in settings.model:
         # trained embeddings initialised from vectors have the vectors' width, not the setting's
         settings = settings.with_model(embedding_dim=int(embedding["dim"]))
+    _check_encoder(root, metadata.get("encoder"))
     model = zoo.build(settings, embeddings=matrix, **preprocessor.model_arguments())
     layer = model.get_layer(EMBEDDING_LAYER) if embedding.get("frozen") else None
+    from keras_match.encoders.transformer import backbone_layers
+
+    skipped = ([layer] if layer is not None else []) + \
+        [part for states in backbone_layers(model) for part in states.frozen_parts()]
     try:
-        model.load_weights(str(root / WEIGHTS_FILE), objects_to_skip=[layer] if layer is not None else None)
+        model.load_weights(str(root / WEIGHTS_FILE), objects_to_skip=skipped or None)
     except Exception as error:  # noqa: BLE001  (Keras reports a mismatch as ValueError, h5py as OSError / KeyError)
         first = (str(error).strip().splitlines() or [""])[0]
         raise PresetError(f"{root / WEIGHTS_FILE} does not fit the model of {root / CONFIG_FILE} "

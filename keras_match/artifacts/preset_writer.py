@@ -36,8 +36,12 @@ def _frozen_embedding(run):
 
 
 def _skipped(model, layer):
-    """What the weights file leaves out: the frozen embedding layer and any optimizer state."""
+    """What the weights file leaves out: the frozen embedding layer, the pretrained backbone's parts that do not
+    train (`_encoder_record`) and any optimizer state."""
+    from keras_match.encoders.transformer import backbone_layers
+
     skipped = [layer] if layer is not None else []
+    skipped += [part for states in backbone_layers(model) for part in states.frozen_parts()]
     if getattr(model, "optimizer", None) is not None:
         skipped.append(model.optimizer)
     return skipped
@@ -95,6 +99,26 @@ def _float16_copy(source, target):
         copy(src, dst)
 
 
+def _encoder_record(model) -> dict | None:
+    """`metadata.json` `encoder`: the pinned pretrained encoder the model reads through (its name, the sha256 of
+    its weights file), the top layers that trained and the parameters not stored (those of the parts that did not
+    train, put back from the pinned weights when the preset loads); None without a backbone."""
+    from keras_match.encoders.pretrained import pretrained
+    from keras_match.encoders.transformer import backbone_layers
+
+    found = backbone_layers(model)
+    if not found:
+        return None
+    if len(found) > 1 or found[0].encoder is None:
+        raise ValueError(f"a preset stores models over one pinned pretrained encoder; this model has "
+                         f"{len(found)} backbone layer(s), encoder {found[0].encoder!r}")
+    (states,) = found
+    weights = {f.origin_path: f.sha256 for f in pretrained(states.encoder).files}["model.safetensors"]
+    frozen = sum(int(np.prod(w.shape)) for part in states.frozen_parts() for w in part.weights)
+    return {"name": states.encoder, "weights_sha256": weights, "trained_layers": states.trainable_layers,
+            "layers": states.layers, "frozen_parameters": frozen}
+
+
 def _card(config, metadata, notes) -> str:
     """The model card (README.md) of a preset."""
     from keras_match import tasks
@@ -137,7 +161,15 @@ def _card(config, metadata, notes) -> str:
     lines.append(f"- keras-match {metadata.get('keras_match')}, Keras {versions.get('keras')}, TensorFlow "
                  f"{versions.get('tensorflow')}; {metadata['parameters']['total']:,} parameters, "
                  f"{metadata['parameters']['stored']:,} stored ({metadata['weights']['dtype']})")
-    if embedding["frozen"]:
+    encoder = metadata.get("encoder")
+    if encoder:
+        trained = encoder["trained_layers"]
+        what = {"frozen": "frozen", "all": "every layer fine-tuned"}.get(trained, f"its top {trained} layers fine-tuned")
+        lines.append(f"- pretrained encoder: {encoder['name']} (`model.safetensors` sha256 {encoder['weights_sha256']}), "
+                     f"{what}: its {encoder['frozen_parameters']:,} parameters that did not train are not stored here; "
+                     "put back at load from the pinned encoder (`--encoders-dir`, `$KERAS_MATCH_ENCODERS` or the "
+                     "user cache, fetched on first use)")
+    elif embedding["frozen"]:
         lines.append(f"- word vectors: {embedding['vectors']} (sha256 {embedding['vectors_sha256']}), frozen: not "
                      f"stored here; rebuilt at load from the installed vectors ({embedding['rows']:,} x "
                      f"{embedding['dim']})")
@@ -174,7 +206,8 @@ def _card(config, metadata, notes) -> str:
               + (", then the word vectors' words" if metadata.get("vocabulary") else "")
               + ") are read as one unknown word; texts are cut to the preprocessor's truncation lengths "
               "(`preprocessor.json`).",
-              f"- Word vectors of {embedding['dim']} dimensions"
+              (f"- WordPiece tokens of {metadata['encoder']['name']}" if metadata.get("encoder") else
+               f"- Word vectors of {embedding['dim']} dimensions")
               + (" (the papers mostly use 300)" if embedding["dim"] and embedding["dim"] < 300 and embedding["frozen"]
                  else "")
               + (f", {units} hidden units where the paper has {reported['units']}" if units and reported.get("units")
@@ -398,6 +431,8 @@ def write_preset(run_dir, target_dir, *, card_notes=None, float16=False, benchma
     layer = _frozen_embedding(run)
     total = int(model.count_params())
     frozen_count = int(np.prod(layer.embeddings.shape)) if layer is not None else 0
+    encoder = _encoder_record(model)
+    frozen_encoder = encoder["frozen_parameters"] if encoder else 0
     provenance = metrics.get("provenance") or {}
     from keras_match import __version__
     from keras_match.artifacts import provenance as provenance_lib
@@ -425,7 +460,9 @@ def write_preset(run_dir, target_dir, *, card_notes=None, float16=False, benchma
         "vocab_size": int(preprocessor.vocab_size),
         "keras_match": (provenance.get("code") or {}).get("keras_match"),
         "versions": provenance.get("versions"),
-        "parameters": {"total": total, "stored": total - frozen_count, "frozen_embedding": frozen_count},
+        "parameters": {"total": total, "stored": total - frozen_count - frozen_encoder,
+                       "frozen_embedding": frozen_count, "frozen_encoder": frozen_encoder},
+        **({"encoder": encoder} if encoder else {}),
         "benchmark": str(benchmark or config.get("dataset")),
         **({"holdout_dev": _holdout_record(holdout_dev)} if holdout_dev else {}),
         "weights": {"file": WEIGHTS_FILE, "dtype": "float16" if float16 else "float32"},

@@ -23,7 +23,7 @@ from keras import ops
 from keras_match.encoders.base import LayerEncoder
 from keras_match.encoders.pretrained import locate, pretrained
 
-__all__ = ["TransformerEncoder", "TransformerStates", "tokenizer", "TRANSFORMER_LAYER", "LAYER_CHOICES"]
+__all__ = ["TransformerEncoder", "TransformerStates", "backbone_layers", "tokenizer", "TRANSFORMER_LAYER", "LAYER_CHOICES"]
 
 TRANSFORMER_LAYER = "transformer_states"
 """The name of the encoder's `TransformerStates` layer in every model."""
@@ -199,6 +199,15 @@ class TransformerStates(keras.layers.Layer):
             states.append(x if trains else ops.stop_gradient(x))
         return states
 
+    def frozen_parts(self) -> list:
+        """The backbone's sub-layers that do not train (the embeddings unless `"all"`, the transformer layers below
+        the top k, the pooler): their weights are the pinned encoder's, which `TransformerEncoder.finish` puts in
+        place, so a trained preset need not store them (`keras_match.artifacts.preset_writer`)."""
+        backbone = self.backbone
+        parts = [backbone.token_embedding, backbone.position_embedding, backbone.segment_embedding,
+                 backbone.embeddings_layer_norm, *backbone.transformer_layers, backbone.get_layer("pooled_dense")]
+        return [part for part in parts if not part.trainable]
+
     @property
     def caches(self) -> bool:
         """Whether the states below the first trained layer can be cached per text
@@ -365,6 +374,16 @@ class TransformerEncoder(LayerEncoder):
         stat = os.stat(self.folder / "model.safetensors")
         weights = _pretrained_weights(str(self.folder), (stat.st_size, stat.st_mtime_ns))
         self.layer.backbone.set_weights(weights)
+
+
+def backbone_layers(model) -> list:
+    """Every distinct `TransformerStates` layer of `model`, nested ones included (a cross-encoder's packing layer
+    holds one; a bi-encoder's question and answer share one)."""
+    found = []
+    for layer in model._flatten_layers(include_self=False, recursive=True):
+        if isinstance(layer, TransformerStates) and all(layer is not other for other in found):
+            found.append(layer)
+    return found
 
 
 def tokenizer(name="minilm-l6", encoders_dir=None, download_missing=None):
