@@ -540,6 +540,86 @@ def precision_figures():
     return "\n".join(lines)
 
 
+def _zero_shot(dataset):
+    """The untrained bi-encoder's dev / test figures on `dataset` (`encoder_rankers/zero_shot-<dataset>.json`,
+    benchmarks/zero_shot.py)."""
+    path = _files(f"encoder_rankers/zero_shot-{dataset}.json")[0]
+    result = _read_json(path)
+    try:
+        return {split: result["splits"][split]["figures"] for split in ("dev", "test")}
+    except (KeyError, TypeError) as error:
+        raise TableError(f"{path}: no dev and test figures ({error})") from None
+
+
+def _paired(runs, baseline, split="test", figure="map"):
+    """`runs` minus `baseline` on the seeds both have (the same seed: the same data order): the signed mean
+    difference ± its standard deviation, and those seeds; ("–", "–") without a common seed."""
+    import statistics
+
+    from summarize import figures_on
+
+    theirs = {r["seed"]: figures_on(r, split).get(figure) for r in baseline}
+    differences = [(r["seed"], figures_on(r, split)[figure] - theirs[r["seed"]]) for r in runs
+                   if theirs.get(r["seed"]) is not None and figure in figures_on(r, split)]
+    if not differences:
+        return "–", "–"
+    values = [d for _, d in differences]
+    spread = f" ± {statistics.stdev(values):.3f}" if len(values) > 1 else ""
+    return f"{statistics.mean(values):+.3f}{spread}", ", ".join(str(seed) for seed, _ in differences)
+
+
+def _encoder_benchmark(plan_folder, dataset, glove_folder, glove_rows, paper_entry):
+    """Issue 57's table for one benchmark: BM25 and the zero-shot bi-encoder (no training), the family's GloVe
+    entry (`glove_folder`'s rows `glove_rows`), every row of the transformer-encoder plan (`plan_folder`), the
+    paper's figure (`paper_entry`'s `reported`); then each transformer-input family row against the plain
+    cross-encoder of the same plan, paired by seed."""
+    import statistics
+
+    from summarize import cell
+
+    zero_shot = _zero_shot(dataset)
+    bm25 = {split: _bm25(split, dataset) for split in ("dev", "test")}
+    lines = ["| input | model | seeds | dev MAP | test MAP | test MRR | test P@1 | above zero-shot (test MAP) | "
+             "epochs | wall s |", "|---|---|---|---|---|---|---|---|---|---|"]
+    lines.append(f"| {BM25_LABEL} | – | – | {bm25['dev']['map']:.3f} | {bm25['test']['map']:.3f} | "
+                 f"{bm25['test']['mrr']:.3f} | {bm25['test']['p@1']:.3f} | – | 0 | – |")
+    lines.append(f"| MiniLM, no training (zero-shot) | `bi_encoder_minilm` | – | {zero_shot['dev']['map']:.3f} | "
+                 f"{zero_shot['test']['map']:.3f} | {zero_shot['test']['mrr']:.3f} | {zero_shot['test']['p@1']:.3f} | "
+                 f"– | 0 | – |")
+    glove = [path for path in _files(f"{glove_folder}/*-s*.json") if int(path.name.split("-")[0]) in glove_rows]
+    groups = list(_groups(glove).items()) + list(_groups(_files(f"{plan_folder}/*-s*.json")).items())
+    cross = [group["runs"] for (name, _), group in groups if name.startswith("cross_encoder")]
+    families = []
+    glove_groups = len(_groups(glove))
+    for number, ((name, label), group) in enumerate(groups):
+        runs = group["runs"]
+        test_map = statistics.mean(r["test"]["map"] for r in runs)
+        above = "yes" if test_map > zero_shot["test"]["map"] else "no"
+        where = "GloVe 6B 50d (frozen)" if number < glove_groups else label
+        lines.append(f"| {where} | `{name}` | {_seeds(runs)} | {_mean(runs, 'dev', 'map')} | "
+                     f"{_mean(runs, 'test', 'map')} | {_mean(runs, 'test', 'mrr')} | {_mean(runs, 'test', 'p@1')} | "
+                     f"{above} | {cell([r['epochs_run'] for r in runs], 1)} | {_wall(runs)} |")
+        if cross and number >= glove_groups and not name.split("_minilm")[0].endswith("encoder"):
+            families.append((f"`{name}`, {label}", runs))
+    reported = json.loads((ROOT / "zoo" / paper_entry).read_text(encoding="utf-8"))["reported"]
+    lines.append(f"| the paper ({reported['table']}) | `{paper_entry.split('/')[-1][:-5]}` | – | – | "
+                 f"{reported['map']:.3f} | {reported['mrr']:.3f} | – | – | – | – |")
+    if families:
+        lines += ["", "| transformer-input row | minus the cross-encoder, test MAP (paired by seed) | seeds |",
+                  "|---|---|---|"]
+        lines += ["| {} | {} | {} |".format(row, *_paired(runs, cross[0])) for row, runs in families]
+    return "\n".join(lines)
+
+
+def transformer_encoders_wikiqa():
+    """Issue 57 on WikiQA (the paper's 126 / 243 questions): BM25, the zero-shot bi-encoder, Compare-Aggregate
+    (MULT) on GloVe (benchmarks/ablations/compare_aggregate_wikiqa.json row 0) and over MiniLM frozen / top-2
+    fine-tuned, the cross- and bi-encoder fine-tuned (benchmarks/ablations/transformer_encoders_wikiqa.json), the
+    paper."""
+    return _encoder_benchmark("transformer_encoders_wikiqa", "wikiqa-answered", "compare_aggregate_wikiqa", (0,),
+                              "compare_aggregate/compare_aggregate_mult.json")
+
+
 TABLES = {
     "data": data,
     "main-job": main_job,
@@ -561,6 +641,7 @@ TABLES = {
     "precision-figures": precision_figures,
     "precision-scoring": precision_scoring,
     "zoo": zoo,
+    "transformer-encoders-wikiqa": transformer_encoders_wikiqa,
 }
 """Every generated table: name -> a function returning its markdown (raises TableError)."""
 

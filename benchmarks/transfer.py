@@ -23,7 +23,8 @@ fine-tuning check's row "the preset, no fine-tuning" (`benchmarks/results/mcan_f
 Without run folders or presets it scores BM25 alone; `--split dev` scores the datasets' dev splits instead of their test
 splits (README's BM25 rows: `benchmarks/results/bm25/`):
 
-    python benchmarks/transfer.py --datasets trecqa-raw semeval2016 --split dev > benchmarks/results/bm25/dev.json
+    python benchmarks/transfer.py --datasets trecqa-raw semeval2016 trecqa-clean wikiqa wikiqa-answered --split dev \
+        > benchmarks/results/bm25/dev.json
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ RESULTS_PAGES = {
     "docs/iwan.md": None,
     "docs/carnn-dialog.md": None,
     "docs/encoder-rankers.md": None,
+    "docs/transformer-encoders.md": None,
     "docs/presets.md": None,
     "docs/serving.md": None,
     "docs/tuning.md": None,
