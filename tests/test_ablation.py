@@ -17,6 +17,7 @@ PLAN = {"model": "mcan_fm", "dataset": "trecqa-clean", "epochs": 5, "seeds": [1,
 
 def test_every_shipped_plan_names_known_settings():
     from keras_match import zoo
+    from keras_match.families import BACKBONE_SETTINGS
     from keras_match.preprocessors.pair import PAIR_FEATURES
 
     module = _ablation()
@@ -26,6 +27,7 @@ def test_every_shipped_plan_names_known_settings():
             preset = zoo.describe(module.row_setting(plan, row, "model"))
             # the pair features and the truncation / vocabulary settings are preprocessing settings
             known = set(preset["model"]) | set(preset["training"]) | set(preset["preprocessing"])
+            known |= set(BACKBONE_SETTINGS)  # every family's input encoder takes them
             if zoo.family_of(preset["name"]).preprocessor == "pair":  # a dialog entry reads no pair features
                 assert set(PAIR_FEATURES) <= set(preset["preprocessing"])
             settings = module.row_settings(plan, row)
