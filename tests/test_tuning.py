@@ -30,8 +30,12 @@ tests/test_vectors.py covers the vectors' words)."""
 def test_every_zoo_entry_has_a_space_that_fits_it():
     for name in zoo.names():
         space = tuning.space_for(name)
-        family = zoo.describe(name)["family"]
-        assert space["family"] == family and space["file"] == f"{family}.json"  # tuning/<family>.json
+        preset = zoo.describe(name)
+        family = preset["family"]
+        if preset["model"].get("backbone") and family != "encoder_rankers":  # its family searches no backbone
+            assert space["file"] == "backbone.json" and "backbone_trainable" in space["hyperparameters"]
+        else:
+            assert space["family"] == family and space["file"] == f"{family}.json"  # tuning/<family>.json
     ctrn = tuning.space_for("ctrn")["hyperparameters"]
     assert ctrn["filters"] == {"type": "int", "min_value": 128, "max_value": 1024, "step": 128}  # the paper's grid
     assert ctrn["batch_size"]["values"] == [64, 128, 256, 512]
@@ -178,6 +182,20 @@ def test_tune_command_then_train_with_the_best_configuration(data_dir, tmp_path,
     assert settings["model"]["filters"] == best["settings"]["filters"]
     assert settings["model"]["dense_units"] == 4  # from the configuration
     assert settings["training"]["epochs"] == 2 and settings["model"]["dropout"] == 0.25  # the options override it
+
+
+def test_an_entry_over_a_backbone_searches_what_of_it_trains(data_dir, tmp_path, capsys):
+    """`ctrn_minilm` (the tiny backbone of tests/conftest.py) searches tuning/backbone.json: a trial trains with
+    the encoder's trained layers, learning rate and layer choice drawn from it, the body as the entry has it."""
+    search = tmp_path / "search"
+    assert cli.main(["tune", "ctrn_minilm", "--dataset", "trecqa-raw", "--data-dir", str(data_dir), "--tuner",
+                     "random", "--max-trials", "1", "--dir", str(search), "--epochs", "1", "--max-train-questions",
+                     "3", "--set", "filters=8", "--set", "dense_units=4"]) == 0
+    best = json.loads((search / "best.json").read_text())["settings"]
+    space = tuning.space_for("ctrn_minilm")["hyperparameters"]
+    for key in ("backbone_trainable", "learning_rate", "backbone_layers"):
+        assert best[key] in space[key]["values"]
+    assert best["filters"] == 8
 
 
 def test_a_config_of_another_zoo_entry_is_refused(tmp_path, capsys):

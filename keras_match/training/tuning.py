@@ -58,9 +58,15 @@ _KINDS = {"int": ("min_value", "max_value"), "float": ("min_value", "max_value")
           "boolean": (), "fixed": ("value",)}
 
 
+BACKBONE_SPACE = "backbone.json"
+"""The search space of an entry over a pretrained transformer backbone (setting `backbone`) whose family's space
+does not search the backbone itself: what trains of the encoder, the learning rate, the states read."""
+
+
 def space_for(name) -> dict:
     """The search space of zoo entry `name`: its family's (`Family.search_space`, a dict or a file of `tuning/`,
-    by default `tuning/<family>.json`).
+    by default `tuning/<family>.json`); for an entry over a pretrained backbone whose family's space does not name
+    `backbone_trainable`, `tuning/backbone.json` (`BACKBONE_SPACE`) instead: the body keeps the entry's settings.
 
     Returns:
         The space's JSON object, with `"file"` (its name) added.
@@ -72,9 +78,17 @@ def space_for(name) -> dict:
     family = zoo.family_of(name)
     space = family.search_space
     if isinstance(space, dict):
-        _check_space(name, space, f"the {family.name} family's search space")
-        return dict(space, file=space.get("file", f"{family.name} (in memory)"))
-    file_name = space or f"{family.name}.json"
+        space = dict(space, file=space.get("file", f"{family.name} (in memory)"))
+    else:
+        space = _space_file(name, space or f"{family.name}.json")
+    if zoo.describe(name)["model"].get("backbone") and "backbone_trainable" not in space["hyperparameters"]:
+        space = _space_file(name, BACKBONE_SPACE)
+    _check_space(name, space, space["file"])
+    return space
+
+
+def _space_file(name, file_name) -> dict:
+    """The JSON object of `tuning/<file_name>` (its `"hyperparameters"` checked for shape), with `"file"` added."""
     path = importlib.resources.files(SPACE_PACKAGE) / file_name
     if not path.is_file():
         raise FileNotFoundError(f"zoo entry {name!r} has no search space: add tuning/{file_name} with its "
@@ -83,7 +97,8 @@ def space_for(name) -> dict:
         space = json.loads(path.read_text(encoding="utf-8"))
     except ValueError as error:
         raise ValueError(f"search space {file_name} is not valid JSON: {error}") from None
-    _check_space(name, space, file_name)
+    if not isinstance(space, dict) or not isinstance(space.get("hyperparameters"), dict):
+        raise ValueError(f"search space {file_name}: \"hyperparameters\" must be a non-empty object")
     return dict(space, file=file_name)
 
 
