@@ -322,6 +322,11 @@ def resolve(name, **overrides) -> Settings:
             model[key] = value
         else:
             unknown.append(key)
+    if not takes_backbone and set(unknown) & set(BACKBONE_SETTINGS):
+        raise ValueError(f"zoo entry {name!r}: the {family.name} family reads no pretrained backbone (setting(s) "
+                         f"{sorted(set(unknown) & set(BACKBONE_SETTINGS))}): only the pair families (ranking and "
+                         "classification of a question and an answer) put a transformer under their body; "
+                         "use its word vectors (--embeddings)")
     if unknown:
         valid = sorted(set(model) | set(training) | set(preprocessing) | set(builder_arguments)
                        | (set(BACKBONE_SETTINGS) if takes_backbone else set()))
