@@ -51,17 +51,18 @@ def _save_weights(model, path, skipped, config, vocab_size, float16=False):
     from keras.src.saving import saving_lib  # save_weights has no objects_to_skip (load_weights has)
     import h5py
 
-    path = pathlib.Path(path)
-    written = path.with_name("float32-" + path.name) if float16 else path  # Keras wants *.weights.h5
-    saving_lib.save_weights_only(model, str(written), objects_to_skip=skipped)
-    if float16:
-        try:
-            _float16_copy(written, path)
-        finally:
-            written.unlink(missing_ok=True)
-    with h5py.File(path, "a") as f:
-        f.attrs[_ZOO_ATTR] = str(config.get("zoo"))
-        f.attrs[_MODEL_ATTR] = _model_digest(config, vocab_size)
+    def write(memory):  # in memory, then written by storage.write_hdf5
+        if float16:
+            float32 = storage.MemoryFile(memory.name)
+            saving_lib.save_weights_only(model, float32, objects_to_skip=skipped)
+            _float16_copy(float32, memory)
+        else:
+            saving_lib.save_weights_only(model, memory, objects_to_skip=skipped)
+        with h5py.File(memory, "a") as f:
+            f.attrs[_ZOO_ATTR] = str(config.get("zoo"))
+            f.attrs[_MODEL_ATTR] = _model_digest(config, vocab_size)
+
+    storage.write_hdf5(path, write)
 
 
 FLOAT16_MAX = float(np.finfo(np.float16).max)

@@ -5,19 +5,22 @@ beside the target (`.staged-NAME`, which keeps the target's suffix: Keras and h5
 renamed over the target only when complete. `os.replace` within one folder is atomic on POSIX, so a reader, or a
 process resumed after a kill, sees either the old file or the new one, never a mixture. A write that fails (a full
 disk, a read-only or forbidden folder, a file-size limit) removes the temporary file and raises `WriteError`,
-whose one-line message names the target path and the system's reason.
+whose one-line message names the target path and the system's reason. HDF5 files (Keras weights) are made in
+memory and reach the disk in Python's own write (`write_hdf5`): the HDF5 library meets a full disk badly.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import io
 import json
 import os
 import pathlib
 
 __all__ = ["WriteError", "DamagedRunError", "MissingRunFileError", "atomic_write", "staged_path", "write_text",
-           "read_json", "describe_os_error", "remedy", "writing", "check_writable_folder", "STATE_FILE", "read_state"]
+           "MemoryFile", "write_hdf5", "read_json", "describe_os_error", "remedy", "writing", "check_writable_folder",
+           "STATE_FILE", "read_state"]
 
 
 class WriteError(OSError):
@@ -163,6 +166,49 @@ def atomic_write(path, write) -> pathlib.Path:
             pass
         raise WriteError(f"cannot write {path}: {describe_os_error(error)}; {remedy(error)}") from None
     return path
+
+
+class MemoryFile(io.BytesIO):
+    """An HDF5 file made in memory (`write_hdf5`), named like the file it becomes: Keras's `save_weights` takes it
+    as its path (its `str` is that name, which ends in `.weights.h5` as Keras requires) and writes into it, as
+    `h5py.File(memory_file, mode)` does.
+
+    Args:
+        name: the name of the file it becomes (`"epoch-3.weights.h5"`).
+    """
+
+    def __init__(self, name: str):
+        super().__init__()
+        self.name = str(name)
+
+    def __str__(self):
+        return self.name
+
+
+def write_hdf5(path, write) -> pathlib.Path:
+    """Writes an HDF5 file (Keras weights) made in memory by `write`, then to `path` through `atomic_write`.
+
+    The HDF5 library meets a write that fails (a full disk) inside itself and keeps the half-written file open:
+    h5py then prints "Can't decrement id ref count" tracebacks whenever the file object is freed, and the process
+    can end in a segmentation fault at exit. Made in memory, the file reaches the disk only in Python's own write,
+    whose failure is one `WriteError` like any other file's.
+
+    Args:
+        path: the target file (its folder must exist).
+        write: a function of one `MemoryFile` argument (named `path`'s name) that writes the whole HDF5 content
+            into it: `model.save_weights`, or a function that opens it with `h5py.File(memory_file, "w")`.
+
+    Returns:
+        `path` as a `pathlib.Path`.
+
+    Raises:
+        WriteError: writing or renaming failed with an OSError; the temporary file is removed and `path` is as it
+            was.
+    """
+    path = pathlib.Path(path)
+    memory = MemoryFile(path.name)
+    write(memory)
+    return atomic_write(path, lambda staged: pathlib.Path(staged).write_bytes(memory.getbuffer()))
 
 
 def write_text(path, text: str) -> pathlib.Path:

@@ -170,7 +170,7 @@ def _seed_generators(model):
 
 
 def _save_weights(model, path):
-    storage.atomic_write(path, model.save_weights)  # the staged name still ends in .weights.h5, as Keras requires
+    storage.write_hdf5(path, model.save_weights)
 
 
 def _load_weights(model, path):

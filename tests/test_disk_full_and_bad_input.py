@@ -1,0 +1,88 @@
+"""Ten bad inputs that misbehaved (issue 59), each as a user meets it: its exit status (2: a usage error, 1: a
+failure of the data, the files or the machine), one line naming the field, file or line and what to do, nothing
+partial left behind, and nothing already computed lost.
+
+1. a full disk: HDF5 weight files (checkpoints, presets, Keras Tuner's trial checkpoints) are made in memory and
+   written by Python, so a failed write is one line instead of h5py tracebacks and a segmentation fault; Keras
+   Tuner's state files are written atomically and a failed write ends the search in one line;
+2. silent wrong answers: a setting the vectors contradict (`embedding_dim`), a run without `files.sha256` whose
+   `document_frequencies.tsv` lost its last lines;
+3. checked late or not at all: every value of a search space, an unknown `--split`, `data verify --data-dir FILE`;
+4. exit status and message: a finished run without `model.keras`, a preset without `metadata.json`, a text file
+   that is not UTF-8;
+5. stderr: TensorFlow's start-up notices of `keras-match zoo`; a refused `tune` leaves no empty folder.
+"""
+
+import errno
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from keras_match import cli
+
+SMALL_CTRN = ["--set", "filters=8", "--set", "dense_units=8", "--set", "max_vocabulary=0"]
+
+
+def ctrn_args(data_dir, run_dir, *extra):
+    """`keras-match train` of a small CTRN with the overlap features on 12 TrecQA questions (a vocabulary of the
+    training words only: small files)."""
+    return ["train", "ctrn", "--dataset", "trecqa-raw", "--train-split", "train", "--data-dir", str(data_dir),
+            "--max-train-questions", "12", "--run-dir", str(run_dir), *SMALL_CTRN, *extra]
+
+
+def one_line(capsys, status=None):
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "Traceback" not in err[0], err
+    return err[0]
+
+
+def keras_match_process(args, tmp_path, before=""):
+    """`keras-match ARGS` in a fresh process (TensorFlow's own notices and crashes are seen as a user sees them),
+    with the Python statements `before` run first (after TensorFlow's quiet import, as the command makes it):
+    `(exit status, stdout, stderr lines)`."""
+    quiet = ("import os\nos.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')\nfrom keras_match import cli\n"
+             "cli._quiet_tensorflow_import()\n" if before else "")
+    code = f"import sys\n{quiet}{before}\nfrom keras_match import cli\nsys.exit(cli.main(sys.argv[1:]))\n"
+    environment = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    done = subprocess.run([sys.executable, "-c", code, *args], env=environment, capture_output=True, text=True,
+                          timeout=900, cwd=tmp_path)
+    return done.returncode, done.stdout, done.stderr.splitlines()
+
+
+# ---- 1. a full disk ----------------------------------------------------------------------------------------------
+
+# The system's refusal of a write from inside the HDF5 library: a file-size limit (ulimit -f) of 10 kB set when the
+# second epoch's checkpoint begins, so HDF5 writes its first blocks and fails in the middle of the file, as on a full
+# disk (without root, no small file system can be mounted; /dev/full refuses the first byte, which HDF5 survives).
+_LIMIT_AT_SECOND_CHECKPOINT = """
+import resource, signal
+from keras_match.training import callbacks
+_checkpoint = callbacks.DevEvaluationCallback._checkpoint
+def _limited(self, epoch, improved):
+    if epoch == 1:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
+        resource.setrlimit(resource.RLIMIT_FSIZE, (10_000, resource.RLIM_INFINITY))
+    return _checkpoint(self, epoch, improved)
+callbacks.DevEvaluationCallback._checkpoint = _limited
+"""
+
+
+def test_a_weight_file_that_fails_inside_hdf5_is_one_line_and_the_run_resumes(data_dir, tmp_path):
+    run_dir = tmp_path / "run"
+    args = ctrn_args(data_dir, run_dir, "--epochs", "2")
+    status, _, stderr = keras_match_process(args, tmp_path, before=_LIMIT_AT_SECOND_CHECKPOINT)
+    assert status == 1, stderr  # before: h5py's "Can't decrement id ref count" tracebacks, then signal 11
+    assert len(stderr) == 1 and stderr[0].startswith("keras-match train: error: cannot write "), stderr
+    assert "-2.weights.h5: File too large; the file exceeds the process's file-size limit" in stderr[0]
+    assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == [
+        "best-epoch-1.weights.h5", "epoch-1.weights.h5", "state.json"]  # epoch 1's, complete; nothing partial
+    status, stdout, stderr = keras_match_process(args, tmp_path)
+    assert (status, stderr) == (0, [])
+    assert "resuming after epoch 1" in stdout
+
