@@ -86,3 +86,84 @@ def test_a_weight_file_that_fails_inside_hdf5_is_one_line_and_the_run_resumes(da
     assert (status, stderr) == (0, [])
     assert "resuming after epoch 1" in stdout
 
+
+SPACE = {"hyperparameters": {"dropout": {"type": "choice", "values": [0.5, 0.2]}}}
+
+
+def tune_args(data_dir, search, space, *extra):
+    """`keras-match tune` of a small QRNN over the search space file `space` (grid, 1 epoch a trial)."""
+    return ["tune", "qrnn", "--dataset", "trecqa-raw", "--train-split", "train", "--data-dir", str(data_dir),
+            "--max-train-questions", "12", "--epochs", "1", "--tuner", "grid", "--space", str(space), "--dir",
+            str(search), *SMALL_CTRN, *extra]
+
+
+# a file-size limit of 200 bytes from the moment a trial's first epoch ends (its checkpoint, an HDF5 file, is written
+# next) or the trial ends (its trial.json, written by Keras Tuner's JSON writer)
+_LIMIT_IN_A_TRIAL = """
+import resource, signal
+from keras_match.training import callbacks
+from keras_tuner.src.engine import oracle
+def _limit():
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (200, resource.RLIM_INFINITY))
+_epoch_end, _end_trial = callbacks.DevEvaluationCallback.on_epoch_end, oracle.Oracle.end_trial
+def _at_epoch_end(self, epoch, logs=None):
+    _epoch_end(self, epoch, logs)
+    if WHERE == "checkpoint":
+        _limit()
+def _at_trial_end(self, trial):
+    if WHERE == "trial":
+        _limit()
+    return _end_trial(self, trial)
+callbacks.DevEvaluationCallback.on_epoch_end = _at_epoch_end
+oracle.Oracle.end_trial = _at_trial_end
+"""
+
+
+@pytest.mark.parametrize("where, failed", [("checkpoint", "checkpoint.weights.h5"), ("trial", "trial.json")])
+def test_a_full_disk_while_tuning_ends_the_search_in_one_line_and_the_rerun_continues(data_dir, tmp_path, where,
+                                                                                      failed):
+    space = tmp_path / "space.json"
+    space.write_text(json.dumps(SPACE))
+    search = tmp_path / "search"
+    args = tune_args(data_dir, search, space)
+    status, _, stderr = keras_match_process(args, tmp_path, before=f"WHERE = {where!r}\n{_LIMIT_IN_A_TRIAL}")
+    # before: a traceback (tensorflow's ResourceExhaustedError from Keras Tuner's tuner0.json), files of 0 bytes
+    assert status == 1, stderr
+    assert len(stderr) == 1, stderr
+    assert re.fullmatch(f"keras-match tune: error: cannot write {re.escape(str(search / 'search'))}/trial_0+/"
+                        f"{re.escape(failed)}: File too large; .*", stderr[0]), stderr
+    for path in search.rglob("*"):  # no partial file left for the next command to read
+        assert not path.name.startswith(".staged-"), path
+        if path.suffix == ".json":
+            json.loads(path.read_text())
+    if where == "trial":
+        status, stdout, stderr = keras_match_process(args, tmp_path)
+        assert (status, stderr) == (0, [])
+        assert "2 trials (2 finished)" in stdout
+
+
+def test_every_value_of_a_search_space_is_checked_before_any_trial(data_dir, tmp_path, capsys):
+    space = tmp_path / "space.json"
+    space.write_text(json.dumps({"hyperparameters": {"dropout": {"type": "choice", "values": [0.5, 1.5]}}}))
+    search = tmp_path / "search"
+    assert cli.main(tune_args(data_dir, search, space)) == 2  # before: exit 0, a trial failed with a traceback
+    line = one_line(capsys)
+    assert (f"search space {space} does not fit zoo entry 'qrnn': hyperparameter 'dropout' = 1.5: setting "
+            "dropout=1.5: must be a number in [0, 1)") in line
+    assert not search.exists()
+    space.write_text(json.dumps({"hyperparameters": {"filters": {"type": "int", "min_value": 0, "max_value": 8,
+                                                                 "step": 4}}}))
+    assert cli.main(tune_args(data_dir, search, space)[:-6]) == 2  # without --set filters
+    assert "hyperparameter 'filters' = 0" not in one_line(capsys)  # the first value: its setting's own message
+
+
+@pytest.mark.parametrize("extra", [["--set", "lstm_units=4"], ["--set", "dropout=0.1"], ["--set", "dropout=2"],
+                                   ["--dataset", "no-such-data"]], ids=["unknown", "searched", "value", "dataset"])
+def test_a_refused_search_leaves_no_empty_folder(data_dir, tmp_path, capsys, extra):
+    space = tmp_path / "space.json"
+    space.write_text(json.dumps(SPACE))
+    search = tmp_path / "new" / "search"
+    assert cli.main(tune_args(data_dir, search, space, *extra)) == 2
+    one_line(capsys)
+    assert not (tmp_path / "new").exists()  # before: an empty search/ folder

@@ -20,7 +20,7 @@ import pathlib
 
 __all__ = ["WriteError", "DamagedRunError", "MissingRunFileError", "atomic_write", "staged_path", "write_text",
            "MemoryFile", "write_hdf5", "read_json", "describe_os_error", "remedy", "writing", "check_writable_folder",
-           "STATE_FILE", "read_state"]
+           "checked_folder", "STATE_FILE", "read_state"]
 
 
 class WriteError(OSError):
@@ -132,6 +132,32 @@ def check_writable_folder(path, option: str) -> pathlib.Path:
         probe.write_bytes(b"")
         probe.unlink()
     return path
+
+
+@contextlib.contextmanager
+def checked_folder(path, option: str):
+    """`check_writable_folder(path, option)` for the work of the block: the folders made for it are removed again if
+    the block fails while they are still empty, so a command refused after the check (a setting, the data) leaves
+    no empty folder behind; a folder that holds work done is kept.
+
+    Yields:
+        `path` as a `pathlib.Path`.
+
+    Raises:
+        ValueError, WriteError: as `check_writable_folder`.
+    """
+    path = pathlib.Path(path)
+    made = [folder for folder in (path, *path.parents) if not folder.exists()]  # the deepest first
+    check_writable_folder(path, option)
+    try:
+        yield path
+    except BaseException:
+        for folder in made:
+            try:
+                folder.rmdir()
+            except OSError:  # not empty
+                break
+        raise
 
 
 def staged_path(path) -> pathlib.Path:

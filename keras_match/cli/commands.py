@@ -320,12 +320,13 @@ def _cmd_tune(args):
     role = tuning.distributed_role()
     # before the data is read: a missing or wrong space fails at once
     space = tuning.read_space(args.space, args.name) if args.space else tuning.space_for(args.name)
-    storage.check_writable_folder(args.dir, "--dir")  # before any work: the search's state and results go there
-    hypermodel = tuning.MatchHyperModel(
-        args.name, args.dataset, space=space, data_dir=args.data_dir, train_split=args.train_split,
-        embeddings_path=args.embeddings if args.embeddings != "none" else None, seed=args.seed,
-        max_train_questions=args.max_train_questions, verbose=2, **overrides)
-    tuner = tuning.make_tuner(hypermodel, args.tuner, args.dir, max_trials=args.max_trials, seed=args.seed)
+    # before any work: the search's state and results go there (a refused search leaves no empty folder)
+    with storage.checked_folder(args.dir, "--dir"):
+        hypermodel = tuning.MatchHyperModel(
+            args.name, args.dataset, space=space, data_dir=args.data_dir, train_split=args.train_split,
+            embeddings_path=args.embeddings if args.embeddings != "none" else None, seed=args.seed,
+            max_train_questions=args.max_train_questions, verbose=2, **overrides)
+        tuner = tuning.make_tuner(hypermodel, args.tuner, args.dir, max_trials=args.max_trials, seed=args.seed)
     print(f"searching {args.name} on {hypermodel.dataset_name} with {args.tuner} over {space['file']} "
           f"({len(space['hyperparameters'])} hyperparameters); objective dev {figure_name(hypermodel.task.monitor)}; "
           f"search state in {args.dir}", flush=True)

@@ -29,9 +29,11 @@ finished trials are not repeated; a trial that fails is recorded with its error 
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import importlib.resources
 import json
+import math
 import os
 import pathlib
 import time
@@ -41,16 +43,19 @@ import numpy as np
 
 try:
     import keras_tuner as kt
+    from keras_tuner.src import utils as kt_utils
+    from keras_tuner.src.engine import tuner_utils
 except ImportError as error:  # pragma: no cover - the `tune` extra installs it
     raise ImportError("keras_match.training.tuning needs keras-tuner: pip install 'keras-match[tune]'") from error
 
 from keras_match import zoo
 from keras_match.artifacts import storage
 from keras_match.metrics import figure_name
+from keras_match.settings import is_int, is_number
 from keras_match.training.recipe import Recipe
 
 __all__ = ["space_for", "read_space", "declare", "MatchHyperModel", "make_tuner", "trial_rows", "write_results",
-           "distributed_role", "TUNERS"]
+           "distributed_role", "SearchWriteError", "TUNERS"]
 
 TUNERS = ("grid", "random", "hyperband", "bayesian")
 SPACE_PACKAGE = "keras_match.tuning_spaces"
@@ -119,17 +124,64 @@ def _check_space(name, space, file):
         missing = [field for field in _KINDS[kind] if field not in spec]
         if missing:
             raise ValueError(f"search space {file}, hyperparameter {key!r}: {kind} needs {missing}")
-    example = {key: _example(spec) for key, spec in values.items()}
-    try:
-        zoo.resolve(name, **example)
-    except ValueError as error:
-        raise ValueError(f"search space {file} does not fit zoo entry {name!r}: {error}") from None
+        if kind == "choice" and (not isinstance(spec["values"], list) or not spec["values"]):
+            raise ValueError(f"search space {file}, hyperparameter {key!r}: \"values\" must be a non-empty list")
+        number = is_int if kind == "int" else is_number
+        bounds = {field: spec.get(field) for field in ("min_value", "max_value", "step")}
+        if kind in ("int", "float") and not (all(number(v) for v in bounds.values() if v is not None)
+                                             and bounds["min_value"] <= bounds["max_value"]
+                                             and (bounds["step"] is None or bounds["step"] > 0)):
+            raise ValueError(f"search space {file}, hyperparameter {key!r}: {kind} needs min_value <= max_value and "
+                             f"a step > 0, each {'an integer' if kind == 'int' else 'a number'}; got "
+                             + json.dumps(bounds))
+    _check_each_value(space, lambda settings: zoo.resolve(name, **settings),
+                     f"search space {file} does not fit zoo entry {name!r}")
 
 
-def _example(spec):
+def _checked_values(spec) -> list:
+    """The values of a hyperparameter that are checked before a search, its first value first: every choice, both
+    booleans, the fixed value, and both ends of an int or float range (a numeric setting's rule is a range; the
+    upper end is the last one its `step` reaches)."""
     kind = spec["type"]
-    return {"int": lambda: spec["min_value"], "float": lambda: spec["min_value"], "choice": lambda: spec["values"][0],
-            "boolean": lambda: False, "fixed": lambda: spec["value"]}[kind]()
+    if kind == "choice":
+        return list(spec["values"])
+    if kind == "boolean":
+        return [False, True]
+    if kind == "fixed":
+        return [spec["value"]]
+    low, high, step = spec["min_value"], spec["max_value"], spec.get("step")
+    if step and kind == "int":
+        high = low + (high - low) // step * step
+    elif step:
+        high = round(low + math.floor(round((high - low) / step, 9)) * step, 12)
+    return [low] if high == low else [low, high]
+
+
+def _check_each_value(space, check, where):
+    """Calls `check(settings)` on the settings of a trial made of the space's first values, then on each other
+    checked value of each hyperparameter (`_checked_values`: every choice, both ends of a range) among the others'
+    first values: a value that breaks its setting's rule is found before any trial, not by a trial that fails.
+
+    Args:
+        space: a search space (its `"hyperparameters"`).
+        check: a function of the settings by name that raises ValueError for settings that do not fit.
+        where: what the message starts with (the space and what it is checked against).
+
+    Raises:
+        ValueError: `check` refused a value; the message names the hyperparameter and its value.
+    """
+    specs = space["hyperparameters"]
+    first = {key: _checked_values(spec)[0] for key, spec in specs.items()}
+    try:
+        check(first)
+    except ValueError as error:
+        raise ValueError(f"{where}: {error}") from None
+    for key, spec in specs.items():
+        for value in _checked_values(spec)[1:]:
+            try:
+                check({**first, key: value})
+            except ValueError as error:
+                raise ValueError(f"{where}: hyperparameter {key!r} = {json.dumps(value)}: {error}") from None
 
 
 def _json_choice(values):
@@ -204,6 +256,9 @@ class MatchHyperModel(kt.HyperModel):
         self.recipe = Recipe.prepare(name, data, data_dir=data_dir, train_split=train_split,
                                      embeddings=embeddings_path, seed=seed, max_train_questions=max_train_questions,
                                      **overrides)
+        # the task and the vectors may refuse a value too (a loss the task cannot train with, another width)
+        _check_each_value(self.space, lambda values: self.recipe.with_settings(**values),
+                          f"search space {self.space.get('file', '')} on {self.recipe.dataset.name}")
         self.task = self.recipe.task
         self.preprocessor = self.recipe.preprocessor()
         self.recipe.encoded(self.preprocessor)  # the splits are encoded once, for every trial
@@ -251,8 +306,9 @@ class MatchHyperModel(kt.HyperModel):
         """
         fitting = self.recipe.fitting_of(model, self.preprocessor, self.trial_settings(hp))
         start = time.time()
-        history = fitting.fit(fitting.dev_callback(), first_epoch=initial_epoch, epochs=epochs,
-                              callbacks=callbacks or (), verbose=self.verbose)
+        callbacks = [_SaveBestEpoch.of(c) if isinstance(c, tuner_utils.SaveBestEpoch) else c for c in callbacks or ()]
+        history = fitting.fit(fitting.dev_callback(), first_epoch=initial_epoch, epochs=epochs, callbacks=callbacks,
+                              verbose=self.verbose)
         return _with_trial_totals(history, time.time() - start)
 
 
@@ -330,11 +386,66 @@ def _grid_linked_list():
     return gridsearch.LinkedList()
 
 
+class SearchWriteError(storage.WriteError, kt.errors.FatalError):
+    """A file of the search could not be written (a full disk): Keras Tuner ends the search on it (a `FatalError`)
+    rather than recording a failed trial and going on to the next, which would fail the same way."""
+
+
+@contextlib.contextmanager
+def _ending_the_search_on_failed_writes():
+    """Turns a `keras_match.artifacts.storage.WriteError` raised in the block into a `SearchWriteError`."""
+    try:
+        yield
+    except storage.WriteError as error:
+        raise SearchWriteError(str(error)) from None
+
+
+def _save_json(path, obj):
+    """Keras Tuner's writer of its state files (`utils.save_json`: `tuner0.json`, `oracle.json`, each
+    `trial.json`, a trial's build config), which writes in place: a full disk leaves a 0-byte `tuner0.json` that the
+    next `tune` cannot read. Here the file is written atomically (`keras_match.artifacts.storage.write_text`), and a
+    failed write ends the search (`SearchWriteError`).
+
+    Returns:
+        The JSON text written, as Keras Tuner's returns it.
+    """
+    text = json.dumps(obj)
+    with _ending_the_search_on_failed_writes():
+        storage.write_text(path, text)
+    return text
+
+
+class _SaveBestEpoch(tuner_utils.SaveBestEpoch):
+    """Keras Tuner's checkpoint of a trial's best epoch (the weights Hyperband carries to the next round), written
+    by `keras_match.artifacts.storage.write_hdf5` (made in memory, renamed into place when complete); a failed write
+    ends the search (`SearchWriteError`)."""
+
+    @classmethod
+    def of(cls, checkpoint):
+        """The same checkpoint (objective, file, best value so far) as Keras Tuner's `checkpoint`."""
+        copy = cls(objective=checkpoint.objective, filepath=checkpoint.filepath)
+        copy.best_value = checkpoint.best_value
+        return copy
+
+    def _save_model(self):
+        with _ending_the_search_on_failed_writes():
+            storage.write_hdf5(self.filepath, self.model.save_weights)
+
+
 class _TrialLines:
     """Prints one line per finished trial: its number, settings, dev figure, epochs and seconds.
 
     The line comes from the oracle's record of the trial, which on a distributed worker is the chief's (the
     worker's own copy of the trial does not receive the metrics it reports)."""
+
+    def search(self, *args, **kwargs):
+        """Keras Tuner's search, its state files written by `_save_json` (atomically; a failed write ends it)."""
+        written_by = kt_utils.save_json
+        kt_utils.save_json = _save_json
+        try:
+            return super().search(*args, **kwargs)
+        finally:
+            kt_utils.save_json = written_by
 
     def on_trial_end(self, trial):
         super().on_trial_end(trial)
