@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import fcntl
 import json
 import os
 import pathlib
@@ -220,28 +219,13 @@ def locked(root):
         RunInUseError: another process holds it (the message gives its process id).
     """
     root = pathlib.Path(root)
-    handle = open(root / LOCK_FILE, "a+", encoding="utf-8")
-    try:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.seek(0)
-            holder = handle.read().strip() or "?"
-            raise RunInUseError(f"{root} is in use by process {holder} (another keras-match train writes it): "
-                                "wait for it to end, or choose another --run-dir") from None
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"{os.getpid()}\n")
-        handle.flush()
-        try:
-            yield
-        finally:
-            handle.seek(0)
-            handle.truncate()
-            handle.flush()
-            fcntl.flock(handle, fcntl.LOCK_UN)
-    finally:
-        handle.close()
+
+    def refuse(holder):
+        raise RunInUseError(f"{root} is in use by process {holder} (another keras-match train writes it): "
+                            "wait for it to end, or choose another --run-dir")
+
+    with storage.flocked(root / LOCK_FILE, busy=refuse):
+        yield
 
 
 class RunInUseError(ValueError):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import io
 import json
 import os
@@ -257,3 +258,33 @@ def read_state(state_dir) -> dict:
     """
     path = pathlib.Path(state_dir) / STATE_FILE
     return read_json(path, _RESTART) if path.exists() else {}
+
+
+@contextlib.contextmanager
+def flocked(path, busy=None):
+    """Holds the advisory lock of the file `path` (`flock`, which the system releases when the process ends,
+    however it ends), with this process's id written in it. When another process holds it, `busy(holder)` is
+    called with that process's id (it may raise: the lock is then not waited for), and the lock is waited for.
+    """
+    with open(path, "a+", encoding="utf-8") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            taken = True
+        except BlockingIOError:
+            taken = False
+        if not taken:  # outside the except block: what `busy` raises carries no BlockingIOError context
+            handle.seek(0)
+            if busy is not None:
+                busy(handle.read().strip() or "?")
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{os.getpid()}\n")
+        handle.flush()
+        try:
+            yield
+        finally:
+            handle.seek(0)
+            handle.truncate()
+            handle.flush()
+            fcntl.flock(handle, fcntl.LOCK_UN)

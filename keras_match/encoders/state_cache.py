@@ -19,8 +19,6 @@ process ends): a second process that needs the same states while they are comput
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -204,30 +202,15 @@ def _digest(layer, depth, keys) -> str:
 LOCK_FILE = ".lock"
 
 
-@contextlib.contextmanager
 def _building(folder, verbose):
     """Holds `folder/.lock` while the states are computed; waits (saying for which process) while another holds it."""
     folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / LOCK_FILE, "a+", encoding="utf-8") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            if verbose:
-                handle.seek(0)
-                holder = handle.read().strip() or "?"
-                print(f"waiting for process {holder}, which computes these states into {folder}", flush=True)
-            fcntl.flock(handle, fcntl.LOCK_EX)
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"{os.getpid()}\n")
-        handle.flush()
-        try:
-            yield
-        finally:
-            handle.seek(0)
-            handle.truncate()
-            handle.flush()
-            fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def waiting(holder):
+        if verbose:
+            print(f"waiting for process {holder}, which computes these states into {folder}", flush=True)
+
+    return storage.flocked(folder / LOCK_FILE, busy=waiting)
 
 
 def _compute(layer, rows, starts, lengths, folder, verbose):
