@@ -63,9 +63,7 @@ _KINDS = {"int": ("min_value", "max_value"), "float": ("min_value", "max_value")
           "boolean": (), "fixed": ("value",)}
 
 
-BACKBONE_SPACE = "backbone.json"
-"""The search space of an entry over a pretrained transformer backbone (setting `backbone`) whose family's space
-does not search the backbone itself: what trains of the encoder, the learning rate, the states read."""
+BACKBONE_SPACE = "backbone.json"  # an entry over a backbone whose family's space does not search the backbone
 
 
 def space_for(name) -> dict:
@@ -82,10 +80,8 @@ def space_for(name) -> dict:
     """
     family = zoo.family_of(name)
     space = family.search_space
-    if isinstance(space, dict):
-        space = dict(space, file=space.get("file", f"{family.name} (in memory)"))
-    else:
-        space = _space_file(name, space or f"{family.name}.json")
+    space = dict(space, file=space.get("file", f"{family.name} (in memory)")) if isinstance(space, dict) \
+        else _space_file(name, space or f"{family.name}.json")
     if zoo.describe(name)["model"].get("backbone") and "backbone_trainable" not in space["hyperparameters"]:
         space = _space_file(name, BACKBONE_SPACE)
     _check_space(name, space, space["file"])
@@ -584,19 +580,16 @@ def _plot(rows, path, name):
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
     figure, axis = plt.subplots(figsize=(max(4.0, 0.35 * len(rows) + 2), 3.2))
     done = [(i, r) for i, r in enumerate(rows) if r["dev"] is not None]
-    xs = [i for i, _ in done]
-    ys = [r["dev"] for _, r in done]
+    xs, ys = [i for i, _ in done], [r["dev"] for _, r in done]
     axis.bar(xs, ys, color="#4c72b0")
     if ys:
         best = int(np.argmax(ys))
         axis.bar([xs[best]], [ys[best]], color="#dd8452", label=f"best: trial {done[best][1]['trial']}")
         axis.set_ylim(max(0.0, min(ys) - 0.05), min(1.0, max(ys) + 0.03))
         axis.legend(loc="lower right")
-    failed = [i for i, r in enumerate(rows) if r["dev"] is None]
-    for i in failed:
+    for i in [i for i, r in enumerate(rows) if r["dev"] is None]:  # failed trials
         axis.annotate("failed", (i, axis.get_ylim()[0]), rotation=90, ha="center", va="bottom", fontsize=7)
     axis.set_xticks(range(len(rows)), [r["trial"] for r in rows], rotation=90, fontsize=7)
     axis.set_xlabel("trial")
