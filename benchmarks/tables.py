@@ -587,19 +587,19 @@ def _encoder_benchmark(plan_folder, dataset, glove_folder, glove_rows, paper_ent
                  f"{zero_shot['test']['map']:.3f} | {zero_shot['test']['mrr']:.3f} | {zero_shot['test']['p@1']:.3f} | "
                  f"– | 0 | – |")
     glove = [path for path in _files(f"{glove_folder}/*-s*.json") if int(path.name.split("-")[0]) in glove_rows]
-    groups = list(_groups(glove).items()) + list(_groups(_files(f"{plan_folder}/*-s*.json")).items())
+    glove_groups = list(_groups(glove).items())
+    groups = glove_groups + list(_groups(_files(f"{plan_folder}/*-s*.json")).items())
     cross = [group["runs"] for (name, _), group in groups if name.startswith("cross_encoder")]
     families = []
-    glove_groups = len(_groups(glove))
     for number, ((name, label), group) in enumerate(groups):
         runs = group["runs"]
         test_map = statistics.mean(r["test"]["map"] for r in runs)
         above = "yes" if test_map > zero_shot["test"]["map"] else "no"
-        where = "GloVe 6B 50d (frozen)" if number < glove_groups else label
+        where = "GloVe 6B 50d (frozen)" if number < len(glove_groups) else label
         lines.append(f"| {where} | `{name}` | {_seeds(runs)} | {_mean(runs, 'dev', 'map')} | "
                      f"{_mean(runs, 'test', 'map')} | {_mean(runs, 'test', 'mrr')} | {_mean(runs, 'test', 'p@1')} | "
                      f"{above} | {cell([r['epochs_run'] for r in runs], 1)} | {_wall(runs)} |")
-        if cross and number >= glove_groups and not name.split("_minilm")[0].endswith("encoder"):
+        if cross and number >= len(glove_groups) and not name.startswith(("cross_encoder", "bi_encoder")):
             families.append((f"`{name}`, {label}", runs))
     reported = json.loads((ROOT / "zoo" / paper_entry).read_text(encoding="utf-8"))["reported"]
     lines.append(f"| the paper ({reported['table']}) | `{paper_entry.split('/')[-1][:-5]}` | – | – | "

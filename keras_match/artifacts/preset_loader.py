@@ -341,14 +341,14 @@ def _check_encoder(root, record):
     from keras_match.encoders.pretrained import pretrained
 
     try:
-        files = {f.origin_path: f.sha256 for f in pretrained(record["name"]).files}
+        pinned = pretrained(record["name"]).weights_sha256
     except (KeyError, ValueError) as error:
         raise PresetError(f"{root / METADATA_FILE}: the preset was trained over the pretrained encoder "
                           f"{record.get('name')!r}, which this keras-match does not pin ({error}); "
                           "install the keras-match version that wrote it") from None
-    if files.get("model.safetensors") != record.get("weights_sha256"):
+    if pinned != record.get("weights_sha256"):
         raise PresetError(f"{root / METADATA_FILE}: the preset was trained over {record['name']} weights of sha256 "
-                          f"{record.get('weights_sha256')}, but this keras-match pins {files.get('model.safetensors')}; "
+                          f"{record.get('weights_sha256')}, but this keras-match pins {pinned}; "
                           "install the keras-match version that wrote it")
 
 
@@ -425,10 +425,9 @@ def load_preset(path_or_name, *, vectors=None, precision="float32"):
     _check_encoder(root, metadata.get("encoder"))
     model = zoo.build(settings, embeddings=matrix, **preprocessor.model_arguments())
     layer = model.get_layer(EMBEDDING_LAYER) if embedding.get("frozen") else None
-    from keras_match.encoders.transformer import backbone_layers
+    from keras_match.encoders.transformer import frozen_backbone_parts
 
-    skipped = ([layer] if layer is not None else []) + \
-        [part for states in backbone_layers(model) for part in states.frozen_parts()]
+    skipped = ([layer] if layer is not None else []) + frozen_backbone_parts(model)
     try:
         model.load_weights(str(root / WEIGHTS_FILE), objects_to_skip=skipped or None)
     except Exception as error:  # noqa: BLE001  (Keras reports a mismatch as ValueError, h5py as OSError / KeyError)

@@ -38,10 +38,9 @@ def _frozen_embedding(run):
 def _skipped(model, layer):
     """What the weights file leaves out: the frozen embedding layer, the pretrained backbone's parts that do not
     train (`_encoder_record`) and any optimizer state."""
-    from keras_match.encoders.transformer import backbone_layers
+    from keras_match.encoders.transformer import frozen_backbone_parts
 
-    skipped = [layer] if layer is not None else []
-    skipped += [part for states in backbone_layers(model) for part in states.frozen_parts()]
+    skipped = ([layer] if layer is not None else []) + frozen_backbone_parts(model)
     if getattr(model, "optimizer", None) is not None:
         skipped.append(model.optimizer)
     return skipped
@@ -114,7 +113,7 @@ def _encoder_record(model) -> dict | None:
         raise ValueError(f"a preset stores models over one pinned pretrained encoder; this model has "
                          f"{len(found)} backbone layer(s), encoder {found[0].encoder!r}")
     (states,) = found
-    weights = {f.origin_path: f.sha256 for f in pretrained(states.encoder).files}["model.safetensors"]
+    weights = pretrained(states.encoder).weights_sha256
     frozen = sum(int(np.prod(w.shape)) for part in states.frozen_parts() for w in part.weights)
     return {"name": states.encoder, "weights_sha256": weights, "trained_layers": states.trainable_layers,
             "layers": states.layers, "frozen_parameters": frozen}

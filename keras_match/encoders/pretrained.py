@@ -126,6 +126,11 @@ class PretrainedEncoder:
     reference: str = ""
 
     @property
+    def weights_sha256(self):
+        """The sha256 of its weights file (`model.safetensors`), which names these weights (state cache, presets)."""
+        return {f.origin_path: f.sha256 for f in self.files}.get("model.safetensors")
+
+    @property
     def size(self) -> int:
         """The bytes of all pinned files."""
         return sum(entry.size for entry in self.files)

@@ -14,7 +14,8 @@ The states are kept in the user cache (`$KERAS_MATCH_CACHE/states`, else `~/.cac
 folder per (encoder, its weights' sha256, the frozen depth, precision, the set of texts), written batch by batch
 so an interrupted build resumes where it stopped; another run (a seed, a search trial) on the same texts reads
 it without computing anything. A build holds the folder's lock (`.lock`, an advisory `flock` released however the
-process ends): a second process that needs the same states while they are computed waits for them and reads them. Never committed: it is derived from the encoder's weights and the data.
+process ends): a second process that needs the same states while they are computed waits for them and reads them.
+Never committed: it is derived from the encoder's weights and the data.
 """
 
 from __future__ import annotations
@@ -183,7 +184,7 @@ def _digest(layer, depth, keys) -> str:
 
     weights = None
     if layer.encoder is not None:
-        weights = {f.origin_path: f.sha256 for f in pretrained(layer.encoder).files}.get("model.safetensors")
+        weights = pretrained(layer.encoder).weights_sha256
     if weights is None:  # a backbone of no pinned encoder: its own weights
         digest = hashlib.sha256()
         for weight in layer.backbone.weights:

@@ -23,7 +23,8 @@ from keras import ops
 from keras_match.encoders.base import LayerEncoder
 from keras_match.encoders.pretrained import locate, pretrained
 
-__all__ = ["TransformerEncoder", "TransformerStates", "backbone_layers", "tokenizer", "TRANSFORMER_LAYER", "LAYER_CHOICES"]
+__all__ = ["TransformerEncoder", "TransformerStates", "backbone_layers", "frozen_backbone_parts", "tokenizer",
+           "TRANSFORMER_LAYER", "LAYER_CHOICES"]
 
 TRANSFORMER_LAYER = "transformer_states"
 """The name of the encoder's `TransformerStates` layer in every model."""
@@ -384,6 +385,12 @@ def backbone_layers(model) -> list:
         if isinstance(layer, TransformerStates) and all(layer is not other for other in found):
             found.append(layer)
     return found
+
+
+def frozen_backbone_parts(model) -> list:
+    """The backbone sub-layers of `model` that do not train (`TransformerStates.frozen_parts` of each backbone
+    layer): what a trained preset leaves out and puts back from the pinned encoder."""
+    return [part for states in backbone_layers(model) for part in states.frozen_parts()]
 
 
 def tokenizer(name="minilm-l6", encoders_dir=None, download_missing=None):
