@@ -3,8 +3,9 @@ failure of the data, the files or the machine), one line naming the field, file 
 partial left behind, and nothing already computed lost.
 
 1. a full disk: HDF5 weight files (checkpoints, presets, Keras Tuner's trial checkpoints) are made in memory and
-   written by Python, so a failed write is one line instead of h5py tracebacks and a segmentation fault; Keras
-   Tuner's state files are written atomically and a failed write ends the search in one line;
+   written by Python, so a failed write is one line instead of h5py tracebacks and a segmentation fault; so is a
+   failed write of TensorBoard's logs; Keras Tuner's state files are written atomically and a failed write ends the
+   search in one line; a failed export or preset leaves no folder;
 2. silent wrong answers: a setting the vectors contradict (`embedding_dim`), a run without `files.sha256` whose
    `document_frequencies.tsv` lost its last lines;
 3. checked late or not at all: every value of a search space, an unknown `--split`, `data verify --data-dir FILE`;
@@ -36,7 +37,7 @@ def ctrn_args(data_dir, run_dir, *extra):
             "--max-train-questions", "12", "--run-dir", str(run_dir), *SMALL_CTRN, *extra]
 
 
-def one_line(capsys, status=None):
+def one_line(capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "Traceback" not in err[0], err
     return err[0]
@@ -55,36 +56,89 @@ def keras_match_process(args, tmp_path, before=""):
     return done.returncode, done.stdout, done.stderr.splitlines()
 
 
+@pytest.fixture(scope="module")
+def ctrn_run(data_dir, tmp_path_factory):
+    """A finished one-epoch CTRN run with the overlap features (so with `document_frequencies.tsv`)."""
+    run_dir = tmp_path_factory.mktemp("runs") / "ctrn"
+    assert cli.main(ctrn_args(data_dir, run_dir, "--epochs", "1")) == 0
+    return run_dir
+
+
+def copy_run(run_dir, tmp_path):
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy)
+    return copy
+
+
 # ---- 1. a full disk ----------------------------------------------------------------------------------------------
 
-# The system's refusal of a write from inside the HDF5 library: a file-size limit (ulimit -f) of 10 kB set when the
-# second epoch's checkpoint begins, so HDF5 writes its first blocks and fails in the middle of the file, as on a full
-# disk (without root, no small file system can be mounted; /dev/full refuses the first byte, which HDF5 survives).
-_LIMIT_AT_SECOND_CHECKPOINT = """
+# The system's refusal of a write from inside a library (HDF5, TensorFlow's event writer): a file-size limit (ulimit -f)
+# set when the second epoch's checkpoint begins (10 kB: HDF5 writes its first blocks and fails in the middle of the
+# file, as on a full disk), or when TensorBoard writes the first epoch's logs (10 bytes: the event file's next
+# write). Without root no small file system can be mounted; /dev/full refuses the first byte, which HDF5 survives.
+_LIMIT = """
 import resource, signal
+def _limit(size):
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
+    resource.setrlimit(resource.RLIMIT_FSIZE, (size, resource.RLIM_INFINITY))
+"""
+_LIMIT_AT = {
+    "checkpoint": """
 from keras_match.training import callbacks
 _checkpoint = callbacks.DevEvaluationCallback._checkpoint
 def _limited(self, epoch, improved):
     if epoch == 1:
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
-        resource.setrlimit(resource.RLIMIT_FSIZE, (10_000, resource.RLIM_INFINITY))
+        _limit(10_000)
     return _checkpoint(self, epoch, improved)
 callbacks.DevEvaluationCallback._checkpoint = _limited
-"""
+""",
+    "logs": """
+import keras
+_epoch_end = keras.callbacks.TensorBoard.on_epoch_end
+def _limited(self, epoch, logs=None):
+    _limit(10)
+    return _epoch_end(self, epoch, logs)
+keras.callbacks.TensorBoard.on_epoch_end = _limited
+"""}
 
 
-def test_a_weight_file_that_fails_inside_hdf5_is_one_line_and_the_run_resumes(data_dir, tmp_path):
+@pytest.mark.parametrize("where, failed", [
+    ("checkpoint", r"checkpoints/(best-)?epoch-2\.weights\.h5"),  # before: h5py tracebacks, then signal 11
+    ("logs", r"logs"),  # before: TensorFlow's OutOfRangeError traceback from the TensorBoard callback
+])
+def test_a_write_that_fails_inside_a_library_is_one_line_and_the_run_resumes(data_dir, tmp_path, where, failed):
     run_dir = tmp_path / "run"
     args = ctrn_args(data_dir, run_dir, "--epochs", "2")
-    status, _, stderr = keras_match_process(args, tmp_path, before=_LIMIT_AT_SECOND_CHECKPOINT)
-    assert status == 1, stderr  # before: h5py's "Can't decrement id ref count" tracebacks, then signal 11
-    assert len(stderr) == 1 and stderr[0].startswith("keras-match train: error: cannot write "), stderr
-    assert "-2.weights.h5: File too large; the file exceeds the process's file-size limit" in stderr[0]
-    assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == [
-        "best-epoch-1.weights.h5", "epoch-1.weights.h5", "state.json"]  # epoch 1's, complete; nothing partial
+    status, _, stderr = keras_match_process(args, tmp_path, before=_LIMIT + _LIMIT_AT[where])
+    assert status == 1, stderr
+    assert len(stderr) == 1, stderr
+    assert re.fullmatch(f"keras-match train: error: cannot write {re.escape(str(run_dir))}/{failed}: File too large; "
+                        "the file exceeds the process's file-size limit .*", stderr[0]), stderr
+    assert not any(p.name.startswith(".staged-") for p in run_dir.rglob("*"))  # nothing partial
     status, stdout, stderr = keras_match_process(args, tmp_path)
     assert (status, stderr) == (0, [])
-    assert "resuming after epoch 1" in stdout
+    assert "resuming after epoch 1" in stdout  # the last complete epoch's checkpoint
+
+
+@pytest.mark.parametrize("command", ["export", "preset"])
+def test_an_export_or_preset_on_a_full_disk_leaves_no_folder(ctrn_run, tmp_path, monkeypatch, capsys, command):
+    import tempfile
+
+    new = tmp_path / "new"
+    mkdtemp = tempfile.mkdtemp
+
+    def full(*args, dir=None, **kwargs):  # the staging folder of the version or preset cannot be made
+        if dir is not None and str(dir).startswith(str(new)):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(dir))
+        return mkdtemp(*args, dir=dir, **kwargs)
+
+    monkeypatch.setattr(tempfile, "mkdtemp", full)
+    target = new / "deeper" / command
+    args = {"export": ["export", str(ctrn_run), "--to", str(target), "--no-warmup"],
+            "preset": ["preset", str(ctrn_run), "--to", str(target)]}[command]
+    assert cli.main(args) == 1
+    assert "No space left on device; free space on that disk or write elsewhere" in one_line(capsys)
+    assert not new.exists()  # before: the empty folders made for it
 
 
 SPACE = {"hyperparameters": {"dropout": {"type": "choice", "values": [0.5, 0.2]}}}
@@ -99,21 +153,17 @@ def tune_args(data_dir, search, space, *extra):
 
 # a file-size limit of 200 bytes from the moment a trial's first epoch ends (its checkpoint, an HDF5 file, is written
 # next) or the trial ends (its trial.json, written by Keras Tuner's JSON writer)
-_LIMIT_IN_A_TRIAL = """
-import resource, signal
+_LIMIT_IN_A_TRIAL = _LIMIT + """
 from keras_match.training import callbacks
 from keras_tuner.src.engine import oracle
-def _limit():
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    resource.setrlimit(resource.RLIMIT_FSIZE, (200, resource.RLIM_INFINITY))
 _epoch_end, _end_trial = callbacks.DevEvaluationCallback.on_epoch_end, oracle.Oracle.end_trial
 def _at_epoch_end(self, epoch, logs=None):
     _epoch_end(self, epoch, logs)
     if WHERE == "checkpoint":
-        _limit()
+        _limit(200)
 def _at_trial_end(self, trial):
     if WHERE == "trial":
-        _limit()
+        _limit(200)
     return _end_trial(self, trial)
 callbacks.DevEvaluationCallback.on_epoch_end = _at_epoch_end
 oracle.Oracle.end_trial = _at_trial_end
@@ -167,3 +217,27 @@ def test_a_refused_search_leaves_no_empty_folder(data_dir, tmp_path, capsys, ext
     assert cli.main(tune_args(data_dir, search, space, *extra)) == 2
     one_line(capsys)
     assert not (tmp_path / "new").exists()  # before: an empty search/ folder
+
+
+# ---- 2. silent wrong answers -------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def vec50(data_dir, tmp_path):
+    """A GloVe text file of 2,000 words, 50 wide."""
+    import gzip
+
+    with gzip.open(data_dir / "glove" / "glove.6B.50d.filtered.txt.gz", "rt", encoding="utf-8") as f:
+        lines = [next(f) for _ in range(2000)]
+    path = tmp_path / "vec50.txt"
+    path.write_text("".join(lines), encoding="utf-8")
+    return path
+
+
+# ---- 3. checked late or not at all ------------------------------------------------------------------------------
+
+
+# ---- 4. exit status and message ----------------------------------------------------------------------------------
+
+
+# ---- 5. stderr ---------------------------------------------------------------------------------------------------

@@ -481,42 +481,43 @@ def write_preset(run_dir, target_dir, *, card_notes=None, float16=False, benchma
                     "date": provenance_lib.timestamp(), "versions": provenance_lib.versions()},
     }
     staged = None
-    try:
-        with storage.writing(target):
-            target.parent.mkdir(parents=True, exist_ok=True)
-            staged = pathlib.Path(tempfile.mkdtemp(prefix=f".staged-{target.name}-", dir=target.parent))
-            shutil.copyfile(files.config, staged / CONFIG_FILE)
-            if files.preprocessor.is_file():
-                shutil.copyfile(files.preprocessor, staged / PREPROCESSOR_FILE)
-                for name in preprocessor.ASSET_FILES:
-                    if (files.root / name).is_file():
-                        shutil.copyfile(files.root / name, staged / name)
-            else:  # a run written before preprocessor.json existed
-                preprocessor.save(staged)
-            if layer is not None:
-                kept = _vocabulary_record(files.root, preprocessor, config, embedding, vectors)
-                if kept is not None:
-                    words, metadata["vocabulary"] = kept
-                    _write_words(staged / preprocessor.VOCABULARY_FILE, words)
-            _save_weights(model, staged / WEIGHTS_FILE, _skipped(model, layer), config, preprocessor.vocab_size,
-                          float16=float16)
-            metadata["weights"]["sha256"] = sha256_of(staged / WEIGHTS_FILE)
-            metadata["weights"]["bytes"] = (staged / WEIGHTS_FILE).stat().st_size
-            runs.write_json(staged / METADATA_FILE, metadata)
-            storage.write_text(staged / CARD_FILE, _card(config, metadata, card_notes))
-            runs.record_digests(staged)
-            if float16:  # the figures of the preset as written: loaded from its files, as a user loads it
-                metadata["weights"].update(_float16_figures(staged, metadata, data_dir))
+    with storage.folders_made_for(target.parent):  # no empty folder left when the write fails
+        try:
+            with storage.writing(target):
+                target.parent.mkdir(parents=True, exist_ok=True)
+                staged = pathlib.Path(tempfile.mkdtemp(prefix=f".staged-{target.name}-", dir=target.parent))
+                shutil.copyfile(files.config, staged / CONFIG_FILE)
+                if files.preprocessor.is_file():
+                    shutil.copyfile(files.preprocessor, staged / PREPROCESSOR_FILE)
+                    for name in preprocessor.ASSET_FILES:
+                        if (files.root / name).is_file():
+                            shutil.copyfile(files.root / name, staged / name)
+                else:  # a run written before preprocessor.json existed
+                    preprocessor.save(staged)
+                if layer is not None:
+                    kept = _vocabulary_record(files.root, preprocessor, config, embedding, vectors)
+                    if kept is not None:
+                        words, metadata["vocabulary"] = kept
+                        _write_words(staged / preprocessor.VOCABULARY_FILE, words)
+                _save_weights(model, staged / WEIGHTS_FILE, _skipped(model, layer), config, preprocessor.vocab_size,
+                              float16=float16)
+                metadata["weights"]["sha256"] = sha256_of(staged / WEIGHTS_FILE)
+                metadata["weights"]["bytes"] = (staged / WEIGHTS_FILE).stat().st_size
                 runs.write_json(staged / METADATA_FILE, metadata)
                 storage.write_text(staged / CARD_FILE, _card(config, metadata, card_notes))
                 runs.record_digests(staged)
-            if target.exists():
-                target.rmdir()  # empty (checked above)
-            os.chmod(staged, 0o755)  # mkdtemp's folder is the owner's only; a preset is read by others
-            os.rename(staged, target)
-    finally:
-        if staged is not None:
-            shutil.rmtree(staged, ignore_errors=True)
+                if float16:  # the figures of the preset as written: loaded from its files, as a user loads it
+                    metadata["weights"].update(_float16_figures(staged, metadata, data_dir))
+                    runs.write_json(staged / METADATA_FILE, metadata)
+                    storage.write_text(staged / CARD_FILE, _card(config, metadata, card_notes))
+                    runs.record_digests(staged)
+                if target.exists():
+                    target.rmdir()  # empty (checked above)
+                os.chmod(staged, 0o755)  # mkdtemp's folder is the owner's only; a preset is read by others
+                os.rename(staged, target)
+        finally:
+            if staged is not None:
+                shutil.rmtree(staged, ignore_errors=True)
     return target
 
 

@@ -21,7 +21,7 @@ import pathlib
 
 __all__ = ["WriteError", "DamagedRunError", "MissingRunFileError", "atomic_write", "staged_path", "write_text",
            "MemoryFile", "write_hdf5", "read_json", "describe_os_error", "remedy", "writing", "check_writable_folder",
-           "checked_folder", "STATE_FILE", "read_state"]
+           "folders_made_for", "checked_folder", "STATE_FILE", "read_state"]
 
 
 class WriteError(OSError):
@@ -136,10 +136,31 @@ def check_writable_folder(path, option: str) -> pathlib.Path:
 
 
 @contextlib.contextmanager
+def folders_made_for(path):
+    """The block makes the folder `path` (with its missing parents) and writes into it: if the block fails, the
+    folders it made are removed again while they are still empty, so a refused or failed command leaves no empty
+    folder behind; a folder that holds work done is kept.
+
+    Yields:
+        `path` as a `pathlib.Path`.
+    """
+    path = pathlib.Path(path)
+    made = [folder for folder in (path, *path.parents) if not folder.exists()]  # the deepest first
+    try:
+        yield path
+    except BaseException:
+        for folder in made:
+            try:
+                folder.rmdir()
+            except OSError:  # not empty (or gone)
+                break
+        raise
+
+
+@contextlib.contextmanager
 def checked_folder(path, option: str):
-    """`check_writable_folder(path, option)` for the work of the block: the folders made for it are removed again if
-    the block fails while they are still empty, so a command refused after the check (a setting, the data) leaves
-    no empty folder behind; a folder that holds work done is kept.
+    """`check_writable_folder(path, option)` for the work of the block, whose failure leaves no empty folder
+    (`folders_made_for`): a command refused after the check (a setting, the data) leaves nothing behind.
 
     Yields:
         `path` as a `pathlib.Path`.
@@ -147,18 +168,9 @@ def checked_folder(path, option: str):
     Raises:
         ValueError, WriteError: as `check_writable_folder`.
     """
-    path = pathlib.Path(path)
-    made = [folder for folder in (path, *path.parents) if not folder.exists()]  # the deepest first
-    check_writable_folder(path, option)
-    try:
-        yield path
-    except BaseException:
-        for folder in made:
-            try:
-                folder.rmdir()
-            except OSError:  # not empty
-                break
-        raise
+    with folders_made_for(path) as folder:
+        check_writable_folder(folder, option)
+        yield folder
 
 
 def staged_path(path) -> pathlib.Path:

@@ -374,7 +374,7 @@ def saved_model(model_or_run, base_dir, *, version=None, warmup=True, preprocess
     records = serving.warmup_requests(base.name or "model", signature_table(run),
                                       run.preprocessor.sequence_lengths(),
                                       large_batch=CHUNK_SIZE + 1) if warmup else None
-    with storage.writing(base, also=(tf.errors.OpError,)):
+    with storage.folders_made_for(base), storage.writing(base, also=(tf.errors.OpError,)):
         base.mkdir(parents=True, exist_ok=True)
         if version is None:
             version = _next_version(base)

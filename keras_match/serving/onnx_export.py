@@ -242,7 +242,8 @@ def to_onnx(saved_model_dir, output_dir=None, *, opset=MAX_ONNX_OPSET, atol=1e-4
             logger.setLevel(level)
     output_name, *other_outputs = output_names
 
-    with storage.writing(target):  # a full disk or a read-only folder: one line naming the folder
+    # a full disk or a read-only folder: one line naming the folder, and no empty folder left
+    with storage.folders_made_for(target.parent), storage.writing(target):
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = pathlib.Path(tempfile.mkdtemp(prefix=f".tmp-{target.name}-", dir=target.parent))
         try:

@@ -9,12 +9,13 @@ import time
 
 import keras
 import numpy as np
+import tensorflow as tf
 
 from keras_match import metrics
 from keras_match.artifacts import storage
 from keras_match.artifacts.storage import _RESTART, STATE_FILE, read_state  # noqa: F401  (re-exported)
 
-__all__ = ["DevEvaluationCallback", "STATE_FILE", "read_state"]
+__all__ = ["DevEvaluationCallback", "RunLogs", "STATE_FILE", "read_state"]
 
 class DevEvaluationCallback(keras.callbacks.Callback):
     """Evaluate the dev split after every epoch, keep the best weights by the task's figure, stop early, and
@@ -155,6 +156,34 @@ class DevEvaluationCallback(keras.callbacks.Callback):
             self.scorer.set_weights(self._best_in_memory)
         elif self.state["best_weights"]:
             _load_weights(self.scorer, self.state_dir / self.state["best_weights"])
+
+
+def _writing_logs(name):
+    """The hook `name` of Keras's TensorBoard callback (looked up when called), its failed writes one `WriteError`
+    naming the logs folder."""
+
+    def guarded(self, *args, **kwargs):
+        with storage.writing(self.log_dir, also=(tf.errors.OpError,)):
+            return getattr(super(RunLogs, self), name)(*args, **kwargs)
+
+    guarded.__name__ = name
+    return guarded
+
+
+class RunLogs(keras.callbacks.TensorBoard):
+    """Keras's TensorBoard callback writing a run's `logs/`, whose failed writes (a full disk) are one
+    `keras_match.artifacts.storage.WriteError` naming the folder (exit status 1), not TensorFlow's `OpError`
+    traceback. The logs are not part of the checkpoint: the run resumes from its last complete epoch.
+
+    Args:
+        log_dir: the folder of the event files; other keyword arguments are `keras.callbacks.TensorBoard`'s.
+    """
+
+    on_train_begin = _writing_logs("on_train_begin")
+    on_train_batch_end = _writing_logs("on_train_batch_end")
+    on_test_end = _writing_logs("on_test_end")
+    on_epoch_end = _writing_logs("on_epoch_end")
+    on_train_end = _writing_logs("on_train_end")
 
 
 def _seed_generators(model):

@@ -35,6 +35,7 @@ import keras
 from keras_match import precision, preprocessors
 from keras_match.artifacts import provenance, runs
 from keras_match.training import distribution, finetune
+from keras_match.training.callbacks import RunLogs
 from keras_match.datasets.download import sha256_of
 from keras_match.training.recipe import Recipe
 
@@ -249,7 +250,7 @@ def train(
         fit_start, first_epoch = time.time(), dev.completed_epochs
         try:
             if not dev.stopped and dev.completed_epochs < settings.training.epochs:  # else: killed before the report
-                board = keras.callbacks.TensorBoard(str(files.logs), write_graph=False, profile_batch=0)
+                board = RunLogs(str(files.logs), write_graph=False, profile_batch=0)
                 fitting.fit(dev, first_epoch=dev.completed_epochs, callbacks=[board], verbose=verbose,
                             strategy=strategy)
         except KeyboardInterrupt:
