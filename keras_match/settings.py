@@ -240,3 +240,47 @@ class Settings:
     def with_model(self, **values) -> Settings:
         """A copy with model settings replaced (unchecked: for what the task or the recipe decides)."""
         return dataclasses.replace(self, model={**self.model, **values})
+
+    def for_vectors(self, width: int | None, given=(), vectors="the pretrained vectors") -> Settings:
+        """These settings as the model built over the run's word vectors has them (what a run's `config.json`
+        records), checked against the settings the user gave:
+
+        - over pretrained vectors `width` wide, the word embedding takes their width whatever `embedding_dim` says
+          (`keras_match.encoders.WordVectorEncoder`): `embedding_dim` becomes `width`; a preset's other width is
+          replaced, a width the user gave is refused;
+        - without pretrained vectors (`width` None) the word embedding starts random and trains whatever
+          `trainable_embeddings` says: it becomes true; a `false` the user gave is refused.
+
+        Settings of a model over a pretrained transformer (`backbone`) have no word embedding: they are returned as
+        they are.
+
+        Args:
+            width: the vectors' width (their second dimension), or None without pretrained vectors.
+            given: the names of the settings the user gave (`--set`, `--config`, a search space's values, keyword
+                arguments).
+            vectors: the vectors' file or name, for the message.
+
+        Returns:
+            The settings, `embedding_dim` and `trainable_embeddings` as the model has them.
+
+        Raises:
+            ValueError: a setting in `given` that the vectors contradict (the message names both values).
+        """
+        model = self.model
+        if model.get("backbone") is not None:
+            return self
+        if width is None:
+            if "trainable_embeddings" not in model:
+                return self
+            if model["trainable_embeddings"] is False and "trainable_embeddings" in given:
+                raise ValueError("setting trainable_embeddings=false: without pretrained vectors the word embedding "
+                                 "starts random and must train; drop the setting, or give --embeddings")
+            return self.with_model(trainable_embeddings=True)
+        dim = model.get("embedding_dim")
+        if dim is None or dim == width:
+            return self
+        if "embedding_dim" in given:
+            raise ValueError(f"setting embedding_dim={json.dumps(dim)}: the vectors {vectors} are {width} wide, and a "
+                             f"model over pretrained vectors takes their width; drop the setting, or give vectors "
+                             f"{dim} wide (or --embeddings none: trained embeddings of that width)")
+        return self.with_model(embedding_dim=int(width))

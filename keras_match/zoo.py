@@ -72,7 +72,8 @@ def load(name, weights=None, *, embeddings=None, compile=True, **overrides):
         (`[batch, 2]` probabilities for the papers' softmax head, see `keras_match.heads`).
 
     Raises:
-        ValueError: unknown entry or setting; settings given with `weights`, or a preset of another entry.
+        ValueError: unknown entry or setting; an `embedding_dim` other than the width of `embeddings`; settings
+            given with `weights`, or a preset of another entry.
         FileNotFoundError: `weights` names no shipped preset of `name` nor a preset folder.
         keras_match.artifacts.presets.PresetError: a damaged or mismatched preset (one line naming the file).
 
@@ -90,6 +91,8 @@ def load(name, weights=None, *, embeddings=None, compile=True, **overrides):
     if "vocab_size" in overrides and overrides["vocab_size"] is None:
         del overrides["vocab_size"]
     settings = resolve(name, **overrides)
+    if embeddings is not None:  # their width is the model's: an embedding_dim given with them must agree
+        settings = settings.for_vectors(int(embeddings.shape[1]), overrides, "given as embeddings")
     model = build(settings, embeddings=embeddings, **model_arguments)
     return compile_model(model, settings) if compile else model
 

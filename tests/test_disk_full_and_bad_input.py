@@ -234,6 +234,53 @@ def vec50(data_dir, tmp_path):
     return path
 
 
+def test_a_width_the_vectors_contradict_is_refused_before_anything_is_written(data_dir, vec50, tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    # before: exit 0, config.json recorded embedding_dim 100 and the model was 50 wide
+    assert cli.main(ctrn_args(data_dir, run_dir, "--embeddings", str(vec50), "--set", "embedding_dim=100")) == 2
+    assert (f"setting embedding_dim=100: the vectors {vec50} are 50 wide, and a model over pretrained vectors takes "
+            "their width") in one_line(capsys)
+    assert not run_dir.exists()
+    # without vectors the embedding starts random and trains: a frozen one is refused the same way
+    assert cli.main(ctrn_args(data_dir, run_dir, "--embeddings", "none", "--set", "trainable_embeddings=false")) == 2
+    assert "setting trainable_embeddings=false: without pretrained vectors" in one_line(capsys)
+    assert not run_dir.exists()
+
+
+def test_the_settings_a_run_records_are_the_ones_its_model_has(data_dir, vec50):
+    from keras_match.training.recipe import Recipe
+
+    def settings(**kwargs):
+        return Recipe.prepare("mcan_fm", "trecqa-raw", data_dir=data_dir, train_split="train",
+                              max_train_questions=2, **kwargs).settings.model
+
+    over_vectors = settings(embeddings=str(vec50))
+    assert over_vectors["embedding_dim"] == 50  # before: the preset's 300, recorded for a model 50 wide
+    without = settings(embeddings=None, embedding_dim=8)
+    assert without["embedding_dim"] == 8 and without["trainable_embeddings"] is True  # before: false, yet trained
+
+
+def test_a_search_space_width_the_vectors_contradict_is_refused_before_any_trial(data_dir, vec50):
+    from keras_match.training import tuning
+
+    space = {"file": "space.json", "hyperparameters": {"embedding_dim": {"type": "choice", "values": [50, 100]}}}
+    with pytest.raises(ValueError, match=r"search space space\.json on trecqa-raw: hyperparameter 'embedding_dim' = "
+                                         r"100: setting embedding_dim=100: the vectors .* are 50 wide"):
+        tuning.MatchHyperModel("qrnn", "trecqa-raw", space=space, data_dir=data_dir, train_split="train",
+                               embeddings_path=str(vec50), max_train_questions=2)
+
+
+def test_zoo_load_refuses_a_width_its_embeddings_contradict():
+    import numpy as np
+
+    from keras_match import zoo
+
+    with pytest.raises(ValueError, match="setting embedding_dim=8: the vectors given as embeddings are 4 wide"):
+        zoo.load("qrnn", embeddings=np.zeros([30, 4], np.float32), embedding_dim=8, compile=False)
+    assert zoo.load("qrnn", embeddings=np.zeros([30, 4], np.float32), filters=4, dense_units=4,
+                    compile=False).get_layer("word_embedding").output_dim == 4
+
+
 # ---- 3. checked late or not at all ------------------------------------------------------------------------------
 
 

@@ -366,7 +366,8 @@ def load_preset(path_or_name, *, vectors=None, precision="float32"):
     Returns:
         A `keras_match.artifacts.runs.Run`: `score(questions, answers)`, `rank(question, answers)` -> `(scores, order)`,
         `classify` / `probabilities` for a classifier, `evaluate(split)`; `keras_match.serving.export.saved_model(run,
-        BASE)` exports it.
+        BASE)` exports it. Its `config` gives the model settings the model has (`Settings.for_vectors`: the vectors'
+        width as `embedding_dim`, where an older run recorded its preset's).
 
     Raises:
         FileNotFoundError: no such preset (a shipped name lists the shipped ones).
@@ -416,12 +417,12 @@ def load_preset(path_or_name, *, vectors=None, precision="float32"):
                               f"{root / preprocessor.VOCABULARY_FILE} differs from the one the run was trained with "
                               f"({root / METADATA_FILE}, matrix_sha256): the vectors or the vocabulary are not the "
                               f"run's; {_RESTORE}")
-    settings = _settings(config)
+    # the settings as the model has them (the vectors' width; trained embeddings without vectors), which older runs
+    # did not record (the preset's embedding_dim 300 over 50-wide vectors): fine-tuning starts from these
+    settings = _settings(config).for_vectors(embedding.get("dim") if embedding.get("vectors_sha256") else None)
+    config["settings"]["model"] = dict(settings.model)
     check_resolved(precision)
     settings = dataclasses.replace(settings, training=dataclasses.replace(settings.training, precision=precision))
-    if matrix is None and embedding.get("dim") and "embedding_dim" in settings.model:
-        # trained embeddings initialised from vectors have the vectors' width, not the setting's
-        settings = settings.with_model(embedding_dim=int(embedding["dim"]))
     _check_encoder(root, metadata.get("encoder"))
     model = zoo.build(settings, embeddings=matrix, **preprocessor.model_arguments())
     layer = model.get_layer(EMBEDDING_LAYER) if embedding.get("frozen") else None

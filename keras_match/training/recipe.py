@@ -34,7 +34,8 @@ from keras_match.settings import SEED_MAX, Settings
 from keras_match.training import distribution
 from keras_match.training.callbacks import DevEvaluationCallback
 
-__all__ = ["Recipe", "Fitting", "load_training_data", "settings_for_task", "default_vectors_path"]
+__all__ = ["Recipe", "Fitting", "load_training_data", "settings_for_task", "settings_for_vectors",
+           "default_vectors_path"]
 
 
 def default_vectors_path(data_dir=None):
@@ -90,6 +91,18 @@ def check_batches(split, task, settings: Settings) -> None:
         raise DataFormatError(split.source or split.name, None,
                               f"no training question has {need}, so loss={settings.training.loss} ({mode}) "
                               "cannot make a batch; check the labels or train with loss=pointwise")
+
+
+def settings_for_vectors(settings: Settings, vectors, given=()) -> Settings:
+    """`settings` as the model over `vectors` (a `keras_match.text.vectors.WordVectors`, or None) has them
+    (`keras_match.settings.Settings.for_vectors`).
+
+    Raises:
+        ValueError: a setting in `given` (the names the user gave) that the vectors contradict.
+    """
+    if vectors is None:
+        return settings.for_vectors(None, given)
+    return settings.for_vectors(vectors.dim, given, vectors.source)
 
 
 def settings_for_task(settings: Settings, task) -> Settings:
@@ -154,7 +167,8 @@ class Recipe:
 
         Raises:
             ValueError: unknown entry, setting or dataset, a value that breaks its rule, a seed out of range (all
-                before any file is read), a dataset without train or dev, a loss the task cannot train with.
+                before any file is read), a setting the vectors contradict (`settings_for_vectors`, before the data
+                is read), a dataset without train or dev, a loss the task cannot train with.
             keras_match.datasets.DataFormatError: a malformed vector or data file; a ranking training split on
                 which the loss cannot make a batch (pairwise: no question with a relevant and an irrelevant
                 candidate; listwise: none with a relevant one).
@@ -170,8 +184,9 @@ class Recipe:
         if embeddings == "default":
             embeddings = default_vectors_path(data_dir)
         vectors = vectors_lib.load_vectors(embeddings) if embeddings else None
+        settings_for_vectors(checked, vectors, overrides)  # a setting the vectors contradict: before the data
         dataset, task = load_training_data(data, data_dir=data_dir, train_split=train_split)
-        settings = settings_for_task(zoo.resolve(name, **overrides), task)
+        settings = settings_for_vectors(settings_for_task(zoo.resolve(name, **overrides), task), vectors, overrides)
         split = dataset["train"]
         if max_train_questions:
             split = split.head(max_train_questions)
@@ -183,7 +198,9 @@ class Recipe:
     def with_settings(self, **values) -> Settings:
         """The settings of a variant: the recipe's overrides and `values` (a search trial's), with the task's
         head, checked as `prepare` checks them."""
-        return settings_for_task(zoo.resolve(self.settings.name, **{**self.overrides, **values}), self.task)
+        given = {**self.overrides, **values}
+        return settings_for_vectors(settings_for_task(zoo.resolve(self.settings.name, **given), self.task),
+                                    self.vectors, given)
 
     # ---- the preprocessor, the model -----------------------------------------------------------------------
 
@@ -220,12 +237,10 @@ class Recipe:
         made into a matrix here (`coverage` is then their report, else None); without vectors at all, the model
         trains random embeddings.
         """
-        settings = settings or self.settings
+        settings = settings_for_vectors(settings or self.settings, self.vectors)
         coverage = None
         if embeddings is None and self.vectors is not None:
             embeddings, coverage = self.embeddings(preprocessor, settings)
-        if embeddings is None and "trainable_embeddings" in zoo.builder_arguments(settings):
-            settings = settings.with_model(trainable_embeddings=True)
         return zoo.build(settings, embeddings=embeddings, **preprocessor.model_arguments()), coverage
 
     def compile(self, model, settings=None):

@@ -267,14 +267,14 @@ class MatchHyperModel(kt.HyperModel):
         self.recipe = Recipe.prepare(name, data, data_dir=data_dir, train_split=train_split,
                                      embeddings=embeddings_path, seed=seed, max_train_questions=max_train_questions,
                                      **overrides)
+        self.dataset_name = data if isinstance(data, str) else self.recipe.dataset.name
         # the task and the vectors may refuse a value too (a loss the task cannot train with, another width)
         _check_each_value(self.space, lambda values: self.recipe.with_settings(**values),
-                          f"search space {self.space.get('file', '')} on {self.recipe.dataset.name}")
+                          f"search space {self.space.get('file', '')} on {self.dataset_name}")
         self.task = self.recipe.task
         self.preprocessor = self.recipe.preprocessor()
         self.recipe.encoded(self.preprocessor)  # the splits are encoded once, for every trial
         self.embeddings, _ = self.recipe.embeddings(self.preprocessor)
-        self.dataset_name = data if isinstance(data, str) else self.recipe.dataset.name
 
     @property
     def train_inputs(self):
