@@ -281,10 +281,66 @@ def test_zoo_load_refuses_a_width_its_embeddings_contradict():
                     compile=False).get_layer("word_embedding").output_dim == 4
 
 
+def test_a_run_without_digests_whose_frequencies_lost_their_last_lines_is_named(ctrn_run, tmp_path, capsys):
+    run = copy_run(ctrn_run, tmp_path)
+    (run / "files.sha256").unlink()  # a run written before files.sha256
+    frequencies = run / "document_frequencies.tsv"
+    lines = frequencies.read_bytes().splitlines(keepends=True)
+    frequencies.write_bytes(b"".join(lines[:1000]))  # cut at a line end: every line still parses
+    # before: exit 0 and figures of the cut file (MAP 0.3376 against the intact run's 0.3404 in the issue)
+    assert cli.main(["evaluate", str(run), "--dataset", "trecqa-raw"]) == 1
+    line = one_line(capsys)
+    assert f"{frequencies}, line 1000: the file ends after 998 words, but the run's vocabulary has " in line
+    assert "restore the file or retrain the run" in line
+
+
+def test_frequencies_are_counted_in_the_vocabularys_letter_case():
+    """Neighbour of the cut frequency file: a run that keeps letter case (`lowercase=false`) with the overlap
+    features was refused when its preprocessor was made ("the document frequencies have lowercase=True"), after
+    the run folder was; its frequencies now count the words the vocabulary has, so the count check holds too."""
+    from keras_match.preprocessors.pair import PairPreprocessor, PairSettings
+
+    texts = {"question": ["Who wrote Hamlet ?"] * 2, "answer": ["Shakespeare wrote Hamlet .", "Not Hamlet ."]}
+    preprocessor = PairPreprocessor.from_training(texts, PairSettings(lowercase=False, overlap_features=True))
+    assert preprocessor.overlap.lowercase is False
+    assert preprocessor.overlap.num_words == len(preprocessor.encoder.vocabulary)
+
+
 # ---- 3. checked late or not at all ------------------------------------------------------------------------------
 
 
 # ---- 4. exit status and message ----------------------------------------------------------------------------------
+
+
+def test_a_finished_run_without_its_model_is_a_damaged_run(ctrn_run, tmp_path, capsys):
+    run = copy_run(ctrn_run, tmp_path)
+    (run / "model.keras").unlink()
+    # before: exit 2, "not a finished keras-match run"
+    assert cli.main(["evaluate", str(run), "--dataset", "trecqa-raw"]) == 1
+    assert f"{run / 'model.keras'} is missing (the run wrote it; files.sha256 lists it); restore the file or " \
+           "retrain the run" in one_line(capsys)
+    (run / "files.sha256").unlink()  # a run written before files.sha256: its metrics.json says it finished
+    assert cli.main(["predict", str(run), "--question", "who ?", "--answer", "me ."]) == 1
+    assert f"{run / 'model.keras'} is missing, but metrics.json says the run finished" in one_line(capsys)
+    (run / "metrics.json").unlink()  # an unfinished run: nothing to score yet, a usage error
+    assert cli.main(["predict", str(run), "--question", "who ?", "--answer", "me ."]) == 2
+    assert "is not a finished keras-match run" in one_line(capsys)
+
+
+@pytest.mark.parametrize("lost", ["metadata.json", "model.weights.h5"])
+def test_a_preset_that_lost_a_file_is_a_damaged_preset(tmp_path, capsys, lost):
+    from keras_match.artifacts import presets
+
+    preset = tmp_path / "preset"
+    shutil.copytree(presets.preset_dir("ctrn/trecqa-raw"), preset)
+    (preset / lost).unlink()
+    # before: exit 2, "not a keras-match preset"
+    assert cli.main(["predict", "--preset", str(preset), "--question", "who ?", "--answer", "me ."]) == 1
+    assert f"{preset / lost} is missing (the preset's files.sha256 lists it); restore the preset" in one_line(capsys)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert cli.main(["predict", "--preset", str(empty), "--question", "who ?", "--answer", "me ."]) == 2
+    assert "is not a keras-match preset" in one_line(capsys)
 
 
 # ---- 5. stderr ---------------------------------------------------------------------------------------------------

@@ -68,9 +68,19 @@ def trained() -> list[str]:
 
 
 def is_preset(path) -> bool:
-    """Whether `path` is a preset folder (it holds `metadata.json` and `model.weights.h5`)."""
+    """Whether `path` is a preset folder: it holds a preset's own files (`metadata.json`, `model.weights.h5`), or its
+    `files.sha256` lists one of them. A preset that lost one is still a preset: `load_preset` names what is missing
+    (a damaged preset), where another folder is no preset at all (a usage error)."""
     path = pathlib.Path(path)
-    return path.is_dir() and (path / METADATA_FILE).is_file() and (path / WEIGHTS_FILE).is_file()
+    if not path.is_dir():
+        return False
+    if (path / METADATA_FILE).is_file() or (path / WEIGHTS_FILE).is_file():
+        return True
+    try:
+        listed = {line.partition("  ")[2] for line in (path / DIGESTS_FILE).read_text(encoding="utf-8").splitlines()}
+    except (OSError, ValueError):  # none, or not text
+        return False
+    return bool(listed & {METADATA_FILE, WEIGHTS_FILE})
 
 
 def preset_dir(path_or_name) -> pathlib.Path:

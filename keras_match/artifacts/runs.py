@@ -494,15 +494,19 @@ def load_run(run_dir, precision="float32") -> Run:
             run trained in: its `config.json` records that) or `"mixed_bfloat16"`.
 
     Raises:
-        FileNotFoundError: the folder has no trained model or misses a file of its preprocessor (the message
-            names the file).
-        DamagedRunError: a file differs from what the run wrote (`files.sha256`), or does not parse.
+        FileNotFoundError: the folder holds no finished run (no trained model) or misses a file of its preprocessor
+            (the message names the file).
+        DamagedRunError: a file differs from what the run wrote (`files.sha256`), does not parse, or is missing
+            from a finished run (`storage.MissingRunFileError`).
     """
     files = RunFiles(pathlib.Path(run_dir))
+    check_digests(files.root)  # a file the run wrote and lost is named first: a damaged run
     for path in (files.config, files.model):
+        if not path.exists() and files.metrics.is_file():  # a finished run (before files.sha256) lost it
+            raise storage.MissingRunFileError(f"{path} is missing, but {files.metrics.name} says the run finished; "
+                                              f"{_RESTORE}", path)
         if not path.exists():
             raise FileNotFoundError(f"{path} not found: {run_dir} is not a finished keras-match run")
-    check_digests(files.root)
     from keras_match import families as zoo
 
     zoo.families()  # every family's layers are registered for deserialisation
@@ -517,6 +521,7 @@ def load_run(run_dir, precision="float32") -> Run:
         raise
     except ValueError as error:  # a preprocessor file that does not parse (names the file and line)
         raise DamagedRunError(f"{error}; {_RESTORE}") from None
+    _check_frequencies_cover_training_words(files, config, preprocessor)
     try:
         model = keras.models.load_model(files.model)
     except Exception as error:  # Keras reports a truncated zip as "File not found" or a BadZipFile
@@ -530,6 +535,31 @@ def load_run(run_dir, precision="float32") -> Run:
             f"embedding has {rows} rows: the vocabulary file is damaged or from another run; restore it or retrain "
             "the run")
     return Run(model=precision_lib.convert(model, precision), preprocessor=preprocessor, config=config)
+
+
+def _check_frequencies_cover_training_words(files, config, preprocessor):
+    """A word preprocessor's document frequencies (`document_frequencies.tsv`) and the training words of its
+    vocabulary come from the same training texts: the file gives one line to each of those words. Cut at a line
+    end, it still parses, and a run written before `files.sha256` (whose record names the cut file first) would
+    score with it; this count names it. The training words: `metrics.json`'s count, or the whole vocabulary of a
+    run that read no vectors (a fine-tuned run keeps its preset's frequencies: not checked).
+
+    Raises:
+        DamagedRunError: the file gives fewer words than there are training words (names it and its last line).
+    """
+    overlap = getattr(preprocessor, "overlap", None)
+    if overlap is None or getattr(preprocessor, "tokenizer", "words") != "words" or config.get("init_preset"):
+        return
+    recorded = (read_json(files.metrics, _RESTORE).get("embeddings") or {}) if files.metrics.is_file() else {}
+    training_words = recorded.get("training_words")
+    if training_words is None and config.get("embeddings") is None:
+        training_words = len(preprocessor.encoder.vocabulary)
+    if training_words is not None and overlap.num_words < training_words:
+        path = files.root / pathlib.Path(overlap.path).name  # the table reads a private copy of the run's file
+        last = overlap.num_words + (1 if overlap.num_tokens is None else 2)
+        raise DamagedRunError(f"{path}, line {last}: the file ends after {overlap.num_words} words, but the run's "
+                              f"vocabulary has {training_words} training words, each with a line here: the file was "
+                              f"cut short; {_RESTORE}")
 
 
 def _embedding_rows(model):

@@ -445,7 +445,8 @@ class PairPreprocessor(VocabularyPreprocessor):
         if settings.overlap_features or settings.bm25_feature:
             from keras_match.text.features import OverlapFeatures
 
-            frequencies = OverlapFeatures.build(documents)  # df, N and average length of the training texts
+            # df, N and average length of the training texts, counted in the vocabulary's letter case
+            frequencies = OverlapFeatures.build(documents, lowercase=settings.lowercase)
         if tokenizer == WORDS:
             vocabulary = text.TextEncoder.build(documents, extra_words=extra_words, lowercase=settings.lowercase)
         else:

@@ -88,8 +88,8 @@ def _write_frequencies(document_frequencies, num_documents, path, num_tokens=Non
 
 
 def _read_frequency_file(path):
-    """`(N, total tokens or None)` of a frequency file, whose every line is checked: TensorFlow's table reads it
-    later and would report a damaged line as a traceback.
+    """`(N, total tokens or None, number of words)` of a frequency file, whose every line is checked: TensorFlow's
+    table reads it later and would report a damaged line as a traceback.
 
     Raises:
         ValueError: a malformed header or line (names the file and line).
@@ -114,7 +114,7 @@ def _read_frequency_file(path):
         if not sep or not word or not count.isdigit() or not 1 <= int(count) <= num_documents:
             raise ValueError(f"{path}, line {number}: expected '<word><TAB><document frequency from 1 to "
                              f"{num_documents}>', got {line!r}")
-    return num_documents, num_tokens
+    return num_documents, num_tokens, len(lines) - 1 - first
 
 
 class OverlapFeatures(tf.Module):
@@ -136,6 +136,7 @@ class OverlapFeatures(tf.Module):
     Attributes:
         num_documents: int, N.
         num_tokens: int, the documents' total token count (None in files older than the BM25 feature).
+        num_words: int, the number of words the file gives a document frequency (its lines after the header).
         path: the file the table reads.
         idf_table: the ``word -> df`` ``StaticHashTable`` (-1 for unseen words); ``stop_table``: the stop words.
 
@@ -153,7 +154,7 @@ class OverlapFeatures(tf.Module):
     def __init__(self, path, lowercase: bool = True):
         super().__init__(name="overlap_features")
         self.path = os.path.abspath(os.fspath(path))
-        self.num_documents, self.num_tokens = _read_frequency_file(self.path)
+        self.num_documents, self.num_tokens, self.num_words = _read_frequency_file(self.path)
         self.lowercase = bool(lowercase)
         self.idf_table = tf.lookup.StaticHashTable(
             tf.lookup.TextFileInitializer(
