@@ -309,6 +309,30 @@ def test_frequencies_are_counted_in_the_vocabularys_letter_case():
 # ---- 3. checked late or not at all ------------------------------------------------------------------------------
 
 
+def test_an_unknown_split_is_a_usage_error_listing_the_splits(ctrn_run, tmp_path, capsys):
+    folder = tmp_path / "data"
+    folder.mkdir()
+    rows = "qid\tquestion\tanswer\tlabel\nq1\twho wrote hamlet ?\tShakespeare wrote Hamlet .\t1\n" \
+           "q1\twho wrote hamlet ?\tTeapots are made of clay .\t0\n"
+    for split in ("dev", "test"):
+        (folder / f"{split}.tsv").write_text(rows)
+    # before: exit 1 and a traceback ending in KeyError
+    assert cli.main(["evaluate", str(ctrn_run), "--dataset", str(folder), "--split", "nosuchsplit"]) == 2
+    assert "dataset 'data' has no split 'nosuchsplit'; it has ['dev', 'test']" in one_line(capsys)
+
+
+def test_a_data_folder_that_is_a_file_is_named(tmp_path, capsys, monkeypatch):
+    afile = tmp_path / "afile"
+    afile.write_text("not a folder")
+    # before: exit 1 after 21 files reported missing under afile/
+    assert cli.main(["data", "verify", "trecqa", "--data-dir", str(afile)]) == 2
+    assert f"the data folder (--data-dir) {afile} is a file, not a folder" in one_line(capsys)
+    monkeypatch.setenv("KERAS_MATCH_DATA", str(afile))
+    assert cli.main(["data", "download", "trecqa"]) == 2
+    assert f"the data folder ($KERAS_MATCH_DATA) {afile} is a file, not a folder" in one_line(capsys)
+    assert afile.read_text() == "not a folder"
+
+
 # ---- 4. exit status and message ----------------------------------------------------------------------------------
 
 
@@ -343,4 +367,23 @@ def test_a_preset_that_lost_a_file_is_a_damaged_preset(tmp_path, capsys, lost):
     assert "is not a keras-match preset" in one_line(capsys)
 
 
+def test_a_text_file_that_is_not_utf8_is_named_with_its_line(tmp_path, capsys):
+    answers = tmp_path / "latin1.txt"
+    answers.write_bytes("tea .\ncaf\u00e9 au lait .\n".encode("latin-1"))
+    # before: exit 2, "'utf-8' codec can't decode byte 0xe9 in position 3"
+    assert cli.main(["predict", "--preset", "ctrn/trecqa-raw", "--question", "who ?", "--answers-file",
+                     str(answers)]) == 1
+    assert f"{answers}, line 2: not valid UTF-8" in one_line(capsys)
+
+
 # ---- 5. stderr ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("args", [["zoo"], ["zoo", "--trained"],
+                                  ["predict", "--preset", "compare_aggregate_submult_nn_sick/sick", "--question", "",
+                                   "--answer", ""]], ids=["zoo", "trained", "empty-texts"])
+def test_a_successful_command_writes_nothing_to_stderr(tmp_path, args):
+    # before: zoo printed TensorFlow's start-up notices; predict with empty texts on a classifier preset printed
+    # Keras's "softmax over axis -1 of a tensor of shape (1, 1, 1)" warning at 66aa43c (gone since 96ae13d)
+    status, stdout, stderr = keras_match_process(args, tmp_path)
+    assert (status, stderr) == (0, []) and stdout

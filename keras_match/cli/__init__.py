@@ -260,8 +260,7 @@ def main(argv=None):
     from keras_match.artifacts import provenance
 
     provenance.set_command(typed)
-    if args.command not in ("zoo",):
-        _quiet_tensorflow_import()
+    _quiet_tensorflow_import()  # every command imports it (`zoo` too: the families' layers, the presets' encoders)
     try:
         status = args.func(args)
     except KeyboardInterrupt:

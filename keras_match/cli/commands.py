@@ -136,7 +136,11 @@ def _text_inputs(items, preprocessor, command):
     Raises:
         ValueError: an option that names no text input, a missing input, or inputs given different numbers
             (not 1) of times.
+        FileNotFoundError: no such `--NAME-file`.
+        keras_match.datasets.DataFormatError: a line of a `--NAME-file` is not UTF-8 (names the file and line).
     """
+    from keras_match.datasets.reader import iter_lines
+
     names = list(preprocessor.TEXT_INPUTS)
     rows = {name for name, rank in dict(preprocessor.TEXT_INPUTS).items() if rank == 2}  # a dialog's history
     texts = {name: [] for name in names}
@@ -154,9 +158,8 @@ def _text_inputs(items, preprocessor, command):
         if name not in texts:
             raise ValueError(f"{command}: unknown option {option}; this run's model reads {options} (TEXT, "
                              "repeatable) or --NAME-file FILE")
-        if key.endswith("-file"):
-            with open(value, encoding="utf-8") as f:
-                texts[name] += [line.rstrip("\r\n") for line in f if line.strip()]
+        if key.endswith("-file"):  # a line that is not UTF-8 is named (file, line): a DataFormatError
+            texts[name] += [line for _, line in iter_lines(value) if line.strip()]
         else:
             texts[name].append(value)
         i += 2
@@ -420,7 +423,7 @@ def _cmd_preset(args):
 
 def _cmd_zoo(args):
     if args.trained:
-        from keras_match.artifacts import presets  # without Keras: the listing is quick
+        from keras_match.artifacts import presets
 
         shipped = presets.trained()
         for name in shipped:

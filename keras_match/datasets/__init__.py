@@ -38,7 +38,8 @@ from __future__ import annotations
 import os
 
 from keras_match.datasets import dialog_babi, msrp, semeval, sick, snli, trecqa, wikiqa
-from keras_match.datasets.base import Candidate, DataFormatError, MatchingDataset, Pairs, Question, Split
+from keras_match.datasets.base import (Candidate, DataFormatError, MatchingDataset, Pairs, Question, Split,
+                                       UnknownSplitError)
 from keras_match.datasets.classification import ClassificationDataset, PairSplit
 from keras_match.datasets.dialog_babi import ResponseSelectionDataset, ResponseSplit
 from keras_match.datasets.download import ChecksumError, DataError, DownloadError, MissingDataError, download, verify
@@ -70,6 +71,7 @@ __all__ = [
     "ResponseSelectionDataset",
     "ResponseSplit",
     "Split",
+    "UnknownSplitError",
     "cache_dir",
     "download",
     "load",

@@ -27,6 +27,14 @@ class DataFormatError(ValueError):
         super().__init__(f"{where}: {message}")
 
 
+class UnknownSplitError(KeyError, ValueError):
+    """A split the dataset does not have (`dataset["nosuchsplit"]`): a KeyError, as a dict's missing key, and a
+    ValueError, the usage error of a command's `--split`. The message names the splits the dataset has."""
+
+    def __str__(self):
+        return str(self.args[0]) if self.args else ""
+
+
 @dataclasses.dataclass
 class Candidate:
     """One candidate answer of a question.
@@ -172,7 +180,7 @@ class Split:
 
 class SplitsByName:
     """Split lookup shared by the dataset containers (`MatchingDataset`, `ClassificationDataset`): `dataset["dev"]`
-    (a KeyError naming the splits there are), `"test" in dataset`, `counts()`."""
+    (an `UnknownSplitError`, a KeyError, naming the splits there are), `"test" in dataset`, `counts()`."""
 
     name: str
     splits: dict
@@ -181,7 +189,7 @@ class SplitsByName:
         try:
             return self.splits[split]
         except KeyError:
-            raise KeyError(
+            raise UnknownSplitError(
                 f"dataset {self.name!r} has no split {split!r}; it has {sorted(self.splits)}"
             ) from None
 

@@ -54,11 +54,21 @@ def resolve_data_dir(data_dir=None) -> Path:
         data_dir: an explicit directory, or ``None``.
 
     Returns:
-        The resolved directory (not checked for existence).
+        The resolved directory (it may not exist yet: a download makes it).
+
+    Raises:
+        ValueError: the directory, or the folder it would be made in, is a file (a usage error: the message names
+            it and where it came from), where every file of every benchmark would otherwise be reported missing.
     """
     if data_dir is not None and str(data_dir) != "":
-        return Path(data_dir).expanduser()
-    env = env_value(ENV_DATA)
-    if env:
-        return Path(env).expanduser()
-    return cache_dir()
+        root, given = Path(data_dir).expanduser(), "the data folder (--data-dir)"
+    elif env_value(ENV_DATA):
+        root, given = Path(env_value(ENV_DATA)).expanduser(), f"the data folder (${ENV_DATA})"
+    else:
+        root, given = cache_dir(), "the data cache" + (f" (${ENV_CACHE})" if env_value(ENV_CACHE) else "")
+    existing = next((folder for folder in (root, *root.parents) if folder.exists()), root)
+    if existing.exists() and not existing.is_dir():
+        where = f"{root} is a file" if existing == root else f"{root} cannot be made: {existing} is a file"
+        raise ValueError(f"{given} {where}, not a folder: give the folder that holds the benchmarks (or a new one to "
+                         "fetch them into)")
+    return root
