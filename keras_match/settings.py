@@ -55,6 +55,13 @@ def _is_optimizer(value) -> bool:
     return value.lower() in names
 
 
+def _is_loss(value) -> bool:
+    """A name of `keras_match.losses.names()` (`pointwise`, `pairwise_hinge`, `listwise_softmax`, ...)."""
+    from keras_match import losses
+
+    return isinstance(value, str) and value in losses.names()
+
+
 @dataclasses.dataclass(frozen=True)
 class Rule:
     """What a setting's value must be: `test(value)` is true, described to the user as `wanted`."""
@@ -153,8 +160,8 @@ class TrainingSettings(_Section):
     RULES: typing.ClassVar[dict] = {
         "learning_rate": POSITIVE_NUMBER,
         "clipnorm": Rule(lambda v: v is None or (is_number(v) and v > 0), "null or a number > 0"),
-        "loss": Rule(lambda v: isinstance(v, str) and bool(v), "a loss name (pointwise, pairwise_hinge, "
-                     "listwise_softmax)"),
+        "loss": Rule(lambda v: _is_loss(v), "a loss name (pointwise, pairwise_hinge, listwise_softmax; "
+                     "keras_match.losses.names())"),
         "list_size": Rule(lambda v: v is None or (is_int(v) and v >= 2), "null or an integer >= 2"),
         "batch_size": POSITIVE_INT,
         "epochs": POSITIVE_INT,

@@ -330,7 +330,23 @@ def test_a_data_folder_that_is_a_file_is_named(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("KERAS_MATCH_DATA", str(afile))
     assert cli.main(["data", "download", "trecqa"]) == 2
     assert f"the data folder ($KERAS_MATCH_DATA) {afile} is a file, not a folder" in one_line(capsys)
+    monkeypatch.delenv("KERAS_MATCH_DATA")
+    monkeypatch.setenv("KERAS_MATCH_CACHE", str(afile))  # the cache would be afile/data
+    assert cli.main(["data", "verify", "trecqa"]) == 2
+    assert f"the data cache ($KERAS_MATCH_CACHE) {afile / 'data'} cannot be made: {afile} is a file" in one_line(capsys)
     assert afile.read_text() == "not a folder"
+
+
+def test_an_unknown_loss_is_refused_before_the_data_is_read(data_dir, tmp_path, monkeypatch, capsys):
+    """Neighbour of the search space's values: the loss was checked only by the task, after the data was read."""
+    from keras_match.training import recipe
+
+    def read(*args, **kwargs):
+        raise AssertionError("the data was read")
+
+    monkeypatch.setattr(recipe, "load_training_data", read)
+    assert cli.main(ctrn_args(data_dir, tmp_path / "run", "--set", "loss=nope")) == 2
+    assert 'setting loss="nope": must be a loss name (pointwise, pairwise_hinge, listwise_softmax' in one_line(capsys)
 
 
 # ---- 4. exit status and message ----------------------------------------------------------------------------------
