@@ -141,6 +141,38 @@ def test_an_export_or_preset_on_a_full_disk_leaves_no_folder(ctrn_run, tmp_path,
     assert not new.exists()  # before: the empty folders made for it
 
 
+def test_a_full_disk_under_the_state_cache_is_found_before_the_states_are_mapped(tmp_path, monkeypatch):
+    """Neighbour of the checkpoint case: a frozen backbone's states are written through a memory map, and a mapped
+    page that meets a full disk is a bus error (signal 7, the process killed; seen on a 64 kB tmpfs). The file's
+    blocks are reserved first, so a full disk is one WriteError and no partial file."""
+    import types
+
+    import numpy as np
+    import tensorflow as tf
+
+    from keras_match.artifacts import storage
+    from keras_match.encoders import state_cache
+
+    layer = types.SimpleNamespace(hidden_dim=3, encoder="stub", num_layers=2, trained_layers=0)
+    monkeypatch.setattr(state_cache, "_frozen_function", lambda layer: lambda ids: tf.constant(
+        np.repeat(ids[..., None], 3, axis=-1).astype(np.float32)))
+    rows = [np.array([5, 6]), np.array([7])]
+    starts, lengths = np.array([0, 2]), np.array([2, 1])
+    folder = tmp_path / "states"
+    fallocate = os.posix_fallocate
+
+    def full(fd, offset, length):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "posix_fallocate", full)
+    with pytest.raises(storage.WriteError, match="states.npy.partial: No space left on device"):
+        state_cache._compute(layer, rows, starts, lengths, folder, verbose=False)  # before: no error (then SIGBUS)
+    assert sorted(p.name for p in folder.iterdir()) == []
+    monkeypatch.setattr(os, "posix_fallocate", fallocate)
+    state_cache._compute(layer, rows, starts, lengths, folder, verbose=False)
+    np.testing.assert_array_equal(np.load(folder / "states.npy")[:, 0], [5, 6, 7])
+
+
 SPACE = {"hyperparameters": {"dropout": {"type": "choice", "values": [0.5, 0.2]}}}
 
 

@@ -20,6 +20,7 @@ Never committed: it is derived from the encoder's weights and the data.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -227,7 +228,9 @@ def _compute(layer, rows, starts, lengths, folder, verbose):
         progress = json.loads(progress_path.read_text())
         if progress.get("batches") == len(batches) and tuple(progress.get("shape", ())) == shape:
             done = int(progress["done"])
-    states = np.lib.format.open_memmap(partial, mode="r+" if done else "w+", dtype=np.float32, shape=shape)
+    if not done:
+        _reserve(partial, shape)
+    states = np.lib.format.open_memmap(partial, mode="r+", dtype=np.float32, shape=shape)
     below = _frozen_function(layer)
     if verbose:
         print(f"computing the frozen {layer.encoder or 'backbone'} states of {len(rows):,} texts "
@@ -253,6 +256,28 @@ def _compute(layer, rows, starts, lengths, folder, verbose):
     del states
     os.replace(partial, folder / "states.npy")
     progress_path.unlink(missing_ok=True)
+
+
+def _reserve(path, shape):
+    """Writes the `.npy` file `path` of float32 `shape` with its blocks reserved on the disk (`posix_fallocate`).
+    The states are written through a memory map, and a mapped page that finds the disk full kills the process
+    with a bus error (SIGBUS) where no Python error can be raised; reserved, a full disk is found here.
+
+    Raises:
+        keras_match.artifacts.storage.WriteError: the disk cannot hold the file (no partial file is left).
+    """
+    try:
+        with storage.writing(path):
+            np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=shape)  # the header; the rest sparse
+            with open(path, "r+b") as handle:
+                try:
+                    os.posix_fallocate(handle.fileno(), 0, os.fstat(handle.fileno()).st_size)
+                except OSError as error:
+                    if error.errno not in (errno.EOPNOTSUPP, errno.EINVAL):  # a file system that cannot reserve
+                        raise
+    except storage.WriteError:
+        path.unlink(missing_ok=True)
+        raise
 
 
 def _frozen_function(layer):
