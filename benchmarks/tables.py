@@ -568,10 +568,11 @@ def _paired(runs, baseline, split="test", figure="map"):
     return f"{statistics.mean(values):+.3f}{spread}", ", ".join(str(seed) for seed, _ in differences)
 
 
-def _encoder_benchmark(plan_folder, dataset, glove_folder, glove_rows, paper_entry):
-    """Issue 57's table for one benchmark: BM25 and the zero-shot bi-encoder (no training), the family's GloVe
-    entry (`glove_folder`'s rows `glove_rows`), every row of the transformer-encoder plan (`plan_folder`), the
-    paper's figure (`paper_entry`'s `reported`); then each transformer-input family row against the plain
+def _encoder_benchmark(plan_folder, dataset, glove, papers):
+    """Issue 57's table for one benchmark: BM25 and the zero-shot bi-encoder (no training), the families' GloVe
+    entries (`glove`: (result folder, row numbers) pairs), every row of the transformer-encoder plan
+    (`benchmarks/ablations/<plan_folder>.json`; a row without a result file yet is listed as not run), the papers'
+    figures (`papers`: zoo entry files, their `reported`); then each transformer-input family row against the plain
     cross-encoder of the same plan, paired by seed."""
     import statistics
 
@@ -586,9 +587,12 @@ def _encoder_benchmark(plan_folder, dataset, glove_folder, glove_rows, paper_ent
     lines.append(f"| MiniLM, no training (zero-shot) | `bi_encoder_minilm` | – | {zero_shot['dev']['map']:.3f} | "
                  f"{zero_shot['test']['map']:.3f} | {zero_shot['test']['mrr']:.3f} | {zero_shot['test']['p@1']:.3f} | "
                  f"– | 0 | – |")
-    glove = [path for path in _files(f"{glove_folder}/*-s*.json") if int(path.name.split("-")[0]) in glove_rows]
-    glove_groups = list(_groups(glove).items())
-    groups = glove_groups + list(_groups(_files(f"{plan_folder}/*-s*.json")).items())
+    glove_groups = []
+    for folder, rows in glove:
+        paths = [path for path in _files(f"{folder}/*-s*.json") if int(path.name.split("-")[0]) in rows]
+        glove_groups += list(_groups(paths).items())
+    plan_paths = sorted(RESULTS.glob(f"{plan_folder}/*-s*.json"))  # none before the plan's first run
+    groups = glove_groups + list(_groups(plan_paths).items())
     cross = [group["runs"] for (name, _), group in groups if name.startswith("cross_encoder")]
     families = []
     for number, ((name, label), group) in enumerate(groups):
@@ -601,9 +605,15 @@ def _encoder_benchmark(plan_folder, dataset, glove_folder, glove_rows, paper_ent
                      f"{above} | {cell([r['epochs_run'] for r in runs], 1)} | {_wall(runs)} |")
         if cross and number >= len(glove_groups) and not name.startswith(("cross_encoder", "bi_encoder")):
             families.append((f"`{name}`, {label}", runs))
-    reported = json.loads((ROOT / "zoo" / paper_entry).read_text(encoding="utf-8"))["reported"]
-    lines.append(f"| the paper ({reported['table']}) | `{paper_entry.split('/')[-1][:-5]}` | – | – | "
-                 f"{reported['map']:.3f} | {reported['mrr']:.3f} | – | – | – | – |")
+    plan = json.loads((ROOT / "benchmarks" / "ablations" / f"{plan_folder}.json").read_text(encoding="utf-8"))
+    done = {int(path.name.split("-")[0]) for path in plan_paths}
+    lines += [f"| {row['label']} | `{row['model']}` | not run yet | – | – | – | – | – | – | – |"
+              for number, row in enumerate(plan["rows"]) if number not in done]
+    for paper_entry in papers:
+        reported = json.loads((ROOT / "zoo" / paper_entry).read_text(encoding="utf-8"))["reported"]
+        lines.append(f"| the paper ({reported.get('table') or reported['source']}) | "
+                     f"`{paper_entry.split('/')[-1][:-5]}` | – | – | {reported['map']:.3f} | {reported['mrr']:.3f} | "
+                     f"– | – | – | – |")
     if families:
         lines += ["", "| transformer-input row | minus the cross-encoder, test MAP (paired by seed) | seeds |",
                   "|---|---|---|"]
@@ -616,8 +626,26 @@ def transformer_encoders_wikiqa():
     (MULT) on GloVe (benchmarks/ablations/compare_aggregate_wikiqa.json row 0) and over MiniLM frozen / top-2
     fine-tuned, the cross- and bi-encoder fine-tuned (benchmarks/ablations/transformer_encoders_wikiqa.json), the
     paper."""
-    return _encoder_benchmark("transformer_encoders_wikiqa", "wikiqa-answered", "compare_aggregate_wikiqa", (0,),
-                              "compare_aggregate/compare_aggregate_mult.json")
+    return _encoder_benchmark("transformer_encoders_wikiqa", "wikiqa-answered", [("compare_aggregate_wikiqa", (0,))],
+                              ["compare_aggregate/compare_aggregate_mult.json"])
+
+
+def transformer_encoders_trecqa_clean():
+    """Issue 57 on TrecQA clean (TRAIN-ALL): BM25, the zero-shot bi-encoder, MCAN (FM) and IWAN + nCARNN on GloVe
+    (benchmarks/ablations/mcan_fm_main_job.json row 1, iwan_trecqa.json row 1) and over MiniLM frozen / top-2
+    fine-tuned, the cross- and bi-encoder fine-tuned (benchmarks/ablations/transformer_encoders_trecqa_clean.json),
+    the papers."""
+    return _encoder_benchmark("transformer_encoders_trecqa_clean", "trecqa-clean",
+                              [("mcan_fm_main_job", (1,)), ("iwan_trecqa", (1,))],
+                              ["mcan/mcan_fm.json", "iwan/iwan_ncarnn.json"])
+
+
+def transformer_encoders_trecqa_raw():
+    """Issue 57 on TrecQA raw (TRAIN-ALL, CTRN's benchmark): BM25, the zero-shot bi-encoder, CTRN on GloVe
+    (benchmarks/ablations/ctrn_trecqa_raw.json row 2) and over MiniLM frozen / top-2 fine-tuned, the cross- and
+    bi-encoder fine-tuned (benchmarks/ablations/transformer_encoders_trecqa_raw.json), the paper."""
+    return _encoder_benchmark("transformer_encoders_trecqa_raw", "trecqa-raw", [("ctrn_trecqa_raw", (2,))],
+                              ["ctrn/ctrn.json"])
 
 
 TABLES = {
@@ -642,6 +670,8 @@ TABLES = {
     "precision-scoring": precision_scoring,
     "zoo": zoo,
     "transformer-encoders-wikiqa": transformer_encoders_wikiqa,
+    "transformer-encoders-trecqa-clean": transformer_encoders_trecqa_clean,
+    "transformer-encoders-trecqa-raw": transformer_encoders_trecqa_raw,
 }
 """Every generated table: name -> a function returning its markdown (raises TableError)."""
 
