@@ -367,6 +367,12 @@ def test_a_data_folder_that_is_a_file_is_named(tmp_path, capsys, monkeypatch):
     assert cli.main(["data", "verify", "trecqa"]) == 2
     assert f"the data cache ($KERAS_MATCH_CACHE) {afile / 'data'} cannot be made: {afile} is a file" in one_line(capsys)
     assert afile.read_text() == "not a folder"
+    # a folder that does not exist yet: every file missing (exit 1), and the line says the folder itself is absent
+    monkeypatch.delenv("KERAS_MATCH_CACHE")
+    absent = tmp_path / "not-made"
+    assert cli.main(["data", "verify", "trecqa", "--data-dir", str(absent)]) == 1
+    assert f"(the data folder {absent} does not exist yet: download creates it)" in one_line(capsys)
+    assert not absent.exists()
 
 
 def test_an_unknown_loss_is_refused_before_the_data_is_read(data_dir, tmp_path, monkeypatch, capsys):
@@ -413,6 +419,25 @@ def test_a_preset_that_lost_a_file_is_a_damaged_preset(tmp_path, capsys, lost):
     empty.mkdir()
     assert cli.main(["predict", "--preset", str(empty), "--question", "who ?", "--answer", "me ."]) == 2
     assert "is not a keras-match preset" in one_line(capsys)
+
+
+def test_a_damaged_shipped_preset_says_to_reinstall_the_package(tmp_path, capsys, monkeypatch):
+    """A shipped preset (loaded by its name from the package's folder) cannot be written again by the user:
+    the remedy is reinstalling keras-match; a copy of it elsewhere is the user's to write again."""
+    from keras_match.artifacts import preset_loader, presets
+
+    package = tmp_path / "package_presets"
+    shutil.copytree(presets.preset_dir("ctrn/trecqa-raw"), package / "ctrn" / "trecqa-raw")
+    monkeypatch.setattr(preset_loader, "_shipped_root", lambda: package)
+    (package / "ctrn" / "trecqa-raw" / "metadata.json").unlink()
+    assert cli.main(["predict", "--preset", "ctrn/trecqa-raw", "--question", "who ?", "--answer", "me ."]) == 1
+    line = one_line(capsys)
+    assert "metadata.json is missing" in line and "reinstall keras-match" in line, line
+    copy = tmp_path / "copy"
+    shutil.copytree(package / "ctrn" / "trecqa-raw", copy)
+    assert cli.main(["predict", "--preset", str(copy), "--question", "who ?", "--answer", "me ."]) == 1
+    line = one_line(capsys)
+    assert "restore the preset" in line and "reinstall" not in line, line
 
 
 def test_a_text_file_that_is_not_utf8_is_named_with_its_line(tmp_path, capsys):

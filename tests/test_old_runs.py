@@ -85,3 +85,22 @@ def test_a_first_layout_classifier_keeps_its_labels(tmp_path):
                                                       "lowercase": True}
     # a run of the first layout trained in float32, before the precision setting existed: read as such
     assert converted["settings"]["training"] == {"learning_rate": 0.001, "precision": "float32"}
+
+
+def test_a_run_interrupted_before_the_settings_were_recorded_as_built_resumes(trained_run, tmp_path, monkeypatch):
+    """Runs begun before `Settings.for_vectors` recorded the entry's embedding_dim (mcan_fm: 300) over GloVe 50d;
+    today's config of the same run says 50. Interrupted, such a run resumes; another setting still refuses it."""
+    interrupted = tmp_path / "interrupted"
+    shutil.copytree(trained_run, interrupted)
+    (interrupted / "metrics.json").unlink()
+    monkeypatch.setattr(runs, "finished_epochs", lambda files: 1)
+    today = runs.read_config(trained_run / "config.json")
+    assert today["embeddings_sha256"] and today["settings"]["model"]["embedding_dim"] == 50
+    recorded = json.loads(json.dumps(today))
+    recorded["settings"]["model"]["embedding_dim"] = 300
+    (interrupted / "config.json").write_text(json.dumps(recorded))
+    assert runs.check_resume(runs.RunFiles(interrupted), today) is True
+    recorded["settings"]["model"]["lstm_dropout"] = 0.123
+    (interrupted / "config.json").write_text(json.dumps(recorded))
+    with pytest.raises(ValueError, match="settings differ"):
+        runs.check_resume(runs.RunFiles(interrupted), today)

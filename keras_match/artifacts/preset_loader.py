@@ -42,7 +42,18 @@ SHIPPED_FOLDER = "presets"
 """The folder of the package (`keras_match/presets/<entry>/<dataset>/`) that holds the shipped presets."""
 
 _ZOO_ATTR, _MODEL_ATTR = "keras_match_zoo", "keras_match_model"
-_RESTORE = "restore the preset (write it again with keras-match preset RUN --to DIR)"
+
+
+def _restore(root) -> str:
+    """What to do about a damaged preset folder `root`: reinstall the package for a shipped preset, write it again
+    for one of the user's."""
+    try:
+        shipped = pathlib.Path(root).resolve().is_relative_to(_shipped_root().resolve())
+    except (OSError, ValueError):
+        shipped = False
+    if shipped:
+        return "it is a preset shipped in the package: reinstall keras-match (pip install --force-reinstall keras-match)"
+    return "restore the preset (write it again with keras-match preset RUN --to DIR)"
 
 
 class PresetError(storage.DamagedRunError):
@@ -165,21 +176,21 @@ def _check_digests(root: pathlib.Path, skip=()):
     try:
         digests = runs.read_digests(root)
     except storage.DamagedRunError as error:
-        raise PresetError(f"{str(error).split(';')[0]}; {_RESTORE}") from None
+        raise PresetError(f"{str(error).split(';')[0]}; {_restore(root)}") from None
     if not digests:
-        raise PresetError(f"{root / DIGESTS_FILE} is missing: {root} is not a complete preset; {_RESTORE}")
+        raise PresetError(f"{root / DIGESTS_FILE} is missing: {root} is not a complete preset; {_restore(root)}")
     for name in (CONFIG_FILE, PREPROCESSOR_FILE, WEIGHTS_FILE, METADATA_FILE):
         if name not in digests:
-            raise PresetError(f"{root / DIGESTS_FILE} does not list {name}: the preset is incomplete; {_RESTORE}")
+            raise PresetError(f"{root / DIGESTS_FILE} does not list {name}: the preset is incomplete; {_restore(root)}")
     for name, digest in digests.items():
         path = root / name
         if name in skip:
             continue
         if not path.is_file():
-            raise PresetError(f"{path} is missing (the preset's {DIGESTS_FILE} lists it); {_RESTORE}")
+            raise PresetError(f"{path} is missing (the preset's {DIGESTS_FILE} lists it); {_restore(root)}")
         if sha256_of(path) != digest:
             raise PresetError(f"{path} is damaged or replaced: its sha256 is not the one the preset recorded "
-                              f"({DIGESTS_FILE}); {_RESTORE}")
+                              f"({DIGESTS_FILE}); {_restore(root)}")
 
 
 def _settings(config):
@@ -309,13 +320,13 @@ def _append_vector_words(root, preprocessor, record, source, config):
         raise PresetError(f"{path} holds {'fewer' if len(stored) < record.get('stored_words', 0) else 'more'} words "
                           f"than the preset stored ({len(stored)}, not {record.get('stored_words')}: "
                           f"{root / METADATA_FILE}, vocabulary): the vocabulary is damaged or from another model; "
-                          f"{_RESTORE}")
+                          f"{_restore(root)}")
     words = text.with_vector_words(stored, _vector_words(source, config), preprocessor.encoder.lowercase)
     if len(words) != record.get("words") or _words_sha256(words) != record.get("sha256"):
         raise PresetError(f"{path} followed by the words of the vectors {source.source} gives {len(words)} words, "
                           f"not the run's {record.get('words')} of sha256 {str(record.get('sha256'))[:12]}... "
                           f"({root / METADATA_FILE}, vocabulary): the vocabulary or the vectors are not the run's; "
-                          f"{_RESTORE}")
+                          f"{_restore(root)}")
     preprocessor.set_vocabulary(words)
 
 
@@ -328,19 +339,19 @@ def _check_weights_file(root, config, vocab_size):
             zoo_name, digest = f.attrs.get(_ZOO_ATTR), f.attrs.get(_MODEL_ATTR)
     except OSError as error:
         raise PresetError(f"{path} is damaged or not an HDF5 weights file ({' '.join(str(error).split())}); "
-                          f"{_RESTORE}") from None
+                          f"{_restore(root)}") from None
     if isinstance(zoo_name, bytes):
         zoo_name = zoo_name.decode()
     if isinstance(digest, bytes):
         digest = digest.decode()
     if zoo_name is None or digest is None:
-        raise PresetError(f"{path} is not a keras-match preset's weights file (no {_ZOO_ATTR} attribute); {_RESTORE}")
+        raise PresetError(f"{path} is not a keras-match preset's weights file (no {_ZOO_ATTR} attribute); {_restore(root)}")
     if zoo_name != config.get("zoo"):
         raise PresetError(f"{path} holds the weights of zoo entry {zoo_name!r}, not of {config.get('zoo')!r} as "
-                          f"{root / CONFIG_FILE} says; {_RESTORE}")
+                          f"{root / CONFIG_FILE} says; {_restore(root)}")
     if digest != _model_digest(config, vocab_size):
         raise PresetError(f"{path} holds weights of {zoo_name} trained with other model settings or another "
-                          f"vocabulary size than {root / CONFIG_FILE} and {root / METADATA_FILE} give; {_RESTORE}")
+                          f"vocabulary size than {root / CONFIG_FILE} and {root / METADATA_FILE} give; {_restore(root)}")
 
 
 def _check_encoder(root, record):
@@ -389,21 +400,21 @@ def load_preset(path_or_name, *, vectors=None, precision="float32"):
 
     root = preset_dir(path_or_name)
     _check_digests(root)
-    metadata = runs.read_json(root / METADATA_FILE, _RESTORE)
+    metadata = runs.read_json(root / METADATA_FILE, _restore(root))
     if metadata.get("format") not in READ_FORMATS:
         raise PresetError(f"{root / METADATA_FILE}: preset format {metadata.get('format')!r}; this keras-match reads "
                           f"formats {', '.join(map(str, READ_FORMATS))}")
-    config = runs.read_config(root / CONFIG_FILE, _RESTORE)
+    config = runs.read_config(root / CONFIG_FILE, _restore(root))
     if metadata.get("zoo") != config.get("zoo"):
         raise PresetError(f"{root / METADATA_FILE} describes zoo entry {metadata.get('zoo')!r} but "
-                          f"{root / CONFIG_FILE} holds {config.get('zoo')!r}; {_RESTORE}")
+                          f"{root / CONFIG_FILE} holds {config.get('zoo')!r}; {_restore(root)}")
     from keras_match import preprocessors, text
     from keras_match import families as zoo
 
     try:
         preprocessor = preprocessors.Preprocessor.load(root)
     except (ValueError, FileNotFoundError) as error:
-        raise PresetError(f"{' '.join(str(error).split())}; {_RESTORE}") from None
+        raise PresetError(f"{' '.join(str(error).split())}; {_restore(root)}") from None
     embedding = metadata.get("embedding") or {}
     source = _vectors_for(root, embedding, vectors) if embedding.get("frozen") else None
     if metadata.get("vocabulary"):  # only the words before the vectors' own are stored: append those again
@@ -415,7 +426,7 @@ def load_preset(path_or_name, *, vectors=None, precision="float32"):
     if vocab_size != metadata.get("vocab_size"):
         raise PresetError(f"{root / preprocessor.VOCABULARY_FILE} gives {vocab_size} token ids but the preset's model "
                           f"has {metadata.get('vocab_size')} ({root / METADATA_FILE}): the vocabulary is damaged or "
-                          f"from another model; {_RESTORE}")
+                          f"from another model; {_restore(root)}")
     _check_weights_file(root, config, vocab_size)
     matrix = None
     if embedding.get("frozen"):
@@ -426,7 +437,7 @@ def load_preset(path_or_name, *, vectors=None, precision="float32"):
             raise PresetError(f"the embedding rebuilt from {getattr(source, 'source', source)} for "
                               f"{root / preprocessor.VOCABULARY_FILE} differs from the one the run was trained with "
                               f"({root / METADATA_FILE}, matrix_sha256): the vectors or the vocabulary are not the "
-                              f"run's; {_RESTORE}")
+                              f"run's; {_restore(root)}")
     # the settings as the model has them (the vectors' width; trained embeddings without vectors), which older runs
     # did not record (the preset's embedding_dim 300 over 50-wide vectors): fine-tuning starts from these
     settings = _settings(config).for_vectors(embedding.get("dim") if embedding.get("vectors_sha256") else None)
@@ -444,5 +455,5 @@ def load_preset(path_or_name, *, vectors=None, precision="float32"):
     except Exception as error:  # noqa: BLE001  (Keras reports a mismatch as ValueError, h5py as OSError / KeyError)
         first = (str(error).strip().splitlines() or [""])[0]
         raise PresetError(f"{root / WEIGHTS_FILE} does not fit the model of {root / CONFIG_FILE} "
-                          f"({type(error).__name__}: {first[:300]}); {_RESTORE}") from None
+                          f"({type(error).__name__}: {first[:300]}); {_restore(root)}") from None
     return runs.Run(model=model, preprocessor=preprocessor, config=config)

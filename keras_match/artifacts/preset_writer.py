@@ -17,7 +17,7 @@ from keras_match.artifacts import storage
 
 from keras_match.artifacts.preset_loader import (
     CARD_FILE, CONFIG_FILE, FIGURES, METADATA_FILE, PREPROCESSOR_FILE, PRESET_FORMAT, WEIGHTS_FILE, _MODEL_ATTR,
-    _RESTORE, _ZOO_ATTR, PresetError, _check_digests, _matrix_sha256, _model_digest, _vocabulary_record,
+    _ZOO_ATTR, _restore, PresetError, _check_digests, _matrix_sha256, _model_digest, _vocabulary_record,
     _write_words, figure_differences, largest_figure_difference, load_preset, preset_dir,
 )
 
@@ -270,10 +270,10 @@ def compact_vocabulary(path_or_name, *, vectors=None) -> bool:
 
     root = preset_dir(path_or_name)
     _check_digests(root)
-    metadata = runs.read_json(root / METADATA_FILE, _RESTORE)
+    metadata = runs.read_json(root / METADATA_FILE, _restore(root))
     if metadata.get("format") != 1 or not (metadata.get("embedding") or {}).get("frozen"):
         return False
-    config = runs.read_config(root / CONFIG_FILE, _RESTORE)
+    config = runs.read_config(root / CONFIG_FILE, _restore(root))
     preprocessor = preprocessors.Preprocessor.load(root)
     kept = _vocabulary_record(root, preprocessor, config, metadata["embedding"], vectors)
     if kept is None:
@@ -281,7 +281,7 @@ def compact_vocabulary(path_or_name, *, vectors=None) -> bool:
     words, record = kept
     if record["words"] + 2 != metadata.get("vocab_size"):
         raise PresetError(f"{root / preprocessor.VOCABULARY_FILE} gives {record['words'] + 2} token ids but the "
-                          f"preset's model has {metadata.get('vocab_size')} ({root / METADATA_FILE}); {_RESTORE}")
+                          f"preset's model has {metadata.get('vocab_size')} ({root / METADATA_FILE}); {_restore(root)}")
     notes = _card_notes(root)
     metadata.update(format=PRESET_FORMAT, vocabulary=record)
     _write_words(root / preprocessor.VOCABULARY_FILE, words)

@@ -261,7 +261,8 @@ def check_resume(files: RunFiles, config: dict) -> bool:
         shutil.rmtree(files.checkpoints, ignore_errors=True)
         shutil.rmtree(files.logs, ignore_errors=True)
         return False
-    previous = read_config(files.config, "choose another --run-dir, or delete this one to start afresh")
+    previous = _as_built(read_config(files.config, "choose another --run-dir, or delete this one to start afresh"),
+                         config)
     current = json.loads(json.dumps(config, default=_json_default))
     _check_inputs_unchanged(files, previous, current)
     changed = [key for key in RESUME_KEYS if previous.get(key) != current.get(key)]
@@ -271,6 +272,22 @@ def check_resume(files: RunFiles, config: dict) -> bool:
             "rerun with the same settings to resume it, or choose another --run-dir"
         )
     return True
+
+
+def _as_built(previous, current):
+    """An interrupted run's config as the model was built: runs begun before `Settings.for_vectors` recorded the
+    entry's `embedding_dim` over vectors of another width (mcan_fm: 300 over GloVe 50d) and `trainable_embeddings`
+    false without vectors, though the model took the vectors' width and trained its embedding; read as built, they
+    resume with today's config of the same vectors."""
+    model = (previous.get("settings") or {}).get("model") or {}
+    now = (current.get("settings") or {}).get("model") or {}
+    if model.get("backbone") is not None or previous.get("embeddings_sha256") != current.get("embeddings_sha256"):
+        return previous
+    if previous.get("embeddings_sha256") and "embedding_dim" in model and "embedding_dim" in now:
+        model = dict(model, embedding_dim=now["embedding_dim"])
+    elif not previous.get("embeddings_sha256") and "trainable_embeddings" in model:
+        model = dict(model, trainable_embeddings=True)
+    return dict(previous, settings=dict(previous["settings"], model=model)) if "settings" in previous else previous
 
 
 class ChangedInputError(ValueError):

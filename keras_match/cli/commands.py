@@ -393,8 +393,10 @@ def _cmd_data(args):
     print(", ".join(f"{count} {state}" for state, count in counts.items()))
     if counts[download.OK] != len(rows):
         hint = " ".join(sorted({row[0] for row in rows if row[2] != download.OK}))
-        print(f"keras-match data: {len(rows) - counts[download.OK]} file(s) missing or damaged; fix them with "
-              f"`keras-match data download NAME` for: {hint}", file=sys.stderr)
+        root = _fetching().resolve_data_dir(args.data_dir)
+        where = "" if root.is_dir() else f" (the data folder {root} does not exist yet: download creates it)"
+        print(f"keras-match data: {len(rows) - counts[download.OK]} file(s) missing or damaged{where}; fix them "
+              f"with `keras-match data download NAME` for: {hint}", file=sys.stderr)
         return 1
     return 0
 
