@@ -75,9 +75,13 @@ def _family_sizes(name):
 def small_overrides(name):
     """Overrides that make zoo entry `name` small: integer width settings (`*_units`, `*_dim`, `*filters`,
     `*_size` ...) capped at 8, factor counts at 2, `blocks` at the family's `max_blocks` (`FAMILY_SIZES`); depth,
-    kernel sizes and the rest kept as the paper sets them."""
+    kernel sizes and the rest kept as the paper sets them. An entry over pretrained word vectors keeps its
+    `embedding_dim`: the vectors fix the embedding's width, and another width is refused
+    (`keras_match.settings.Settings.for_vectors`)."""
     overrides = {}
     model = zoo.describe(name)["model"]
+    if model.get("pretrained_embeddings", True):
+        model = {key: value for key, value in model.items() if key != "embedding_dim"}
     if "max_blocks" in _family_sizes(name):
         overrides["blocks"] = min(model["blocks"], _family_sizes(name)["max_blocks"])
     for key, value in model.items():
