@@ -1,6 +1,7 @@
 """Export cost and serving latency of a zoo model: SavedModel (raw text) and ONNX (ids); prints JSON.
 
-Trains nothing. With `--run-dir` the run's model is exported. Without it, the zoo entry `--model` (default
+Trains nothing. With `--run-dir` the run's model is exported (and written as a preset, whose size is
+reported); with `--preset` a trained preset's (a shipped name or a folder). Without either, the zoo entry `--model` (default
 mcan_fm) gets random weights and either the paper's sizes (mcan_fm: 300d embeddings, 300 LSTM units, highway
 200, FM factors 10; another entry: its preset's) with a TrecQA TRAIN-ALL vocabulary, or, with `--vectors
 glove-6b-50d [--max-vocabulary N]`, its zoo preset with those frozen vectors and the vocabulary `keras-match
@@ -14,7 +15,9 @@ train` builds (the TRAIN-ALL words, then the vector file's words). Then:
   the group's longest text as the graph does, and the overlap features of `ctrn` / `qrnn` runs computed
   beforehand; tokenization and features not timed);
 - throughput at batch 256 (TrecQA test pairs), pairs per second, for the same three paths;
-- one batch of 3000 pairs through `serving_default` (time, finite scores, the process' peak RSS before/after).
+- one batch of 3000 pairs through `serving_default` (time, finite scores, the process' peak RSS before/after);
+- the model's parameters (total, trainable) and, for a run or a preset, the preset's size on disk (float32
+  weights; a preset over a pretrained encoder stores only the parts that trained).
 
     KERAS_MATCH_DATA=../shared/data python benchmarks/export_latency.py [--run-dir RUN] > export_latency.json
     KERAS_MATCH_DATA=../shared/data python benchmarks/export_latency.py --vectors glove-6b-50d --max-vocabulary 0
@@ -103,6 +106,7 @@ def build_run(run_dir, data_dir, vectors=None, max_vocabulary=None, model_name="
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--run-dir", default=None, help="a finished run; default: --model, random weights")
+    parser.add_argument("--preset", default=None, help="a trained preset (shipped name or folder) instead of a run")
     parser.add_argument("--model", default="mcan_fm", help="without --run-dir: the zoo entry (default mcan_fm)")
     parser.add_argument("--data-dir", default=None, help="benchmark data (default $KERAS_MATCH_DATA)")
     parser.add_argument("--out", default=None, help="export folder (default: a temporary folder, removed)")
@@ -127,9 +131,21 @@ def main(argv=None):
     from keras_match.datasets.catalog import load_by_name
 
     started, load_average = time.time(), os.getloadavg()
-    run, description, vectors = build_run(args.run_dir, args.data_dir, args.vectors, args.max_vocabulary, args.model)
     out = pathlib.Path(args.out) if args.out else pathlib.Path(tempfile.mkdtemp(prefix="export_latency_"))
+    preset_mb = None
+    if args.preset:
+        from keras_match.artifacts import presets
+
+        run, description, vectors = presets.load_preset(args.preset), f"preset {args.preset}", None
+        preset_mb = _size_mb(presets.preset_dir(args.preset))
+    else:
+        run, description, vectors = build_run(args.run_dir, args.data_dir, args.vectors, args.max_vocabulary,
+                                              args.model)
     try:
+        if args.run_dir:
+            from keras_match.artifacts import presets
+
+            preset_mb = _size_mb(presets.write_preset(args.run_dir, out / "preset"))
         _log("exporting", description)
         start = time.perf_counter()
         version_dir = export.saved_model(run, out / run.config.get("zoo", "model"))
@@ -206,8 +222,11 @@ def main(argv=None):
         many = text_sig(question=tf.constant(many_q), answer=tf.constant(many_a))["score"].numpy()
         many_seconds = time.perf_counter() - start
 
+        trainable = sum(int(np.prod(w.shape)) for w in run.model.trainable_weights)
         result = {
             "model": description,
+            "parameters": {"total": int(run.model.count_params()), "trainable": trainable},
+            "preset_mb": preset_mb,
             "export": {
                 "saved_model_seconds": round(export_seconds, 2),
                 "saved_model_mb": _size_mb(version_dir),
@@ -228,7 +247,7 @@ def main(argv=None):
                 "peak_rss_mb_after": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
             },
             "provenance": provenance.collect(
-                started, run_dir=args.run_dir, embeddings=vectors,
+                started, run_dir=args.run_dir, preset=args.preset, embeddings=vectors,
                 max_vocabulary=args.max_vocabulary if args.vectors else None, dataset="trecqa-clean",
                 data_files=training.data_files(trecqa), onnxruntime=onnxruntime.__version__,
                 load_average_at_start=[round(x, 2) for x in load_average]),

@@ -648,6 +648,37 @@ def transformer_encoders_trecqa_raw():
                               ["ctrn/ctrn.json"])
 
 
+def transformer_encoders_speed():
+    """Issue 57's speed table: for each measured row, its training speed (the plan's result files: training pairs
+    per second, and the seconds of one epoch over the training pairs at that speed, mean over seeds) beside what
+    `benchmarks/export_latency.py` measured of one of its trained models
+    (`transformer_encoders_speed/<result folder>-<row>.json`: parameters, the preset's size, ranking 1 question x
+    30 candidates through the SavedModel's `rank` signature and through onnxruntime)."""
+    import statistics
+
+    lines = ["| model | row | precision | training pairs / s | training s / epoch | parameters | trained | "
+             "preset MB | `rank` 1 x 30 p50 / p99 ms | ONNX 1 x 30 p50 ms |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for path in _files("transformer_encoders_speed/*.json"):
+        measured = _read_json(path)
+        folder, _, row = path.stem.rpartition("-")
+        groups = _groups(_files(f"{folder}/{row}-s*.json"))
+        if len(groups) != 1:
+            raise TableError(f"{path}: {folder} row {row} has {len(groups)} models; expected one")
+        (name, label), group = next(iter(groups.items()))
+        runs, result = group["runs"], group["result"]
+        speed = statistics.mean(r["train_pairs_per_s"] for r in runs)
+        precision = (result.get("overrides") or {}).get("precision", "float32")
+        latency = measured["latency_1_question_x_30_candidates"]
+        rank, onnx = latency["savedmodel_rank_text"], latency["onnxruntime_ids"]
+        parameters = measured["parameters"]
+        preset = f"{measured['preset_mb']:.1f}" if measured.get("preset_mb") is not None else "–"
+        lines.append(f"| `{name}` | {label} | {precision} | {speed:.0f} | "
+                     f"{result['counts']['train']['pairs'] / speed:.0f} | {parameters['total'] / 1e6:.2f} M | "
+                     f"{parameters['trainable'] / 1e6:.2f} M | {preset} | {rank['p50_ms']:.1f} / {rank['p99_ms']:.1f} | "
+                     f"{onnx['p50_ms']:.1f} |")
+    return "\n".join(lines)
+
+
 TABLES = {
     "data": data,
     "main-job": main_job,
