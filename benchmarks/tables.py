@@ -541,14 +541,14 @@ def precision_figures():
 
 
 def _zero_shot(dataset):
-    """The untrained bi-encoder's dev / test figures on `dataset` (`encoder_rankers/zero_shot-<dataset>.json`,
+    """The untrained bi-encoder's figures on `dataset`, by split (`encoder_rankers/zero_shot-<dataset>.json`,
     benchmarks/zero_shot.py)."""
     path = _files(f"encoder_rankers/zero_shot-{dataset}.json")[0]
     result = _read_json(path)
     try:
-        return {split: result["splits"][split]["figures"] for split in ("dev", "test")}
-    except (KeyError, TypeError) as error:
-        raise TableError(f"{path}: no dev and test figures ({error})") from None
+        return {split: scored["figures"] for split, scored in result["splits"].items()}
+    except (KeyError, TypeError, AttributeError) as error:
+        raise TableError(f"{path}: no figures by split ({error})") from None
 
 
 def _paired(runs, baseline, split="test", figure="map"):
@@ -568,25 +568,35 @@ def _paired(runs, baseline, split="test", figure="map"):
     return f"{statistics.mean(values):+.3f}{spread}", ", ".join(str(seed) for seed, _ in differences)
 
 
-def _encoder_benchmark(plan_folder, dataset, glove, papers):
+def _encoder_benchmark(plan_folder, dataset, glove, papers, splits=None):
     """Issue 57's table for one benchmark: BM25 and the zero-shot bi-encoder (no training), the families' GloVe
     entries (`glove`: (result folder, row numbers) pairs), every row of the transformer-encoder plan
     (`benchmarks/ablations/<plan_folder>.json`; a row without a result file yet is listed as not run), the papers'
     figures (`papers`: zoo entry files, their `reported`); then each transformer-input family row against the plain
-    cross-encoder of the same plan, paired by seed."""
+    cross-encoder of the same plan, paired by seed. `splits` maps the runs' dev and test splits to the dataset's
+    splits that BM25 and the zero-shot bi-encoder were scored on (None: not scored there); default the same."""
     import statistics
 
     from summarize import cell
 
+    splits = splits or {"dev": "dev", "test": "test"}
     zero_shot = _zero_shot(dataset)
-    bm25 = {split: _bm25(split, dataset) for split in ("dev", "test")}
+    try:
+        untrained = {"bm25": {split: _bm25(theirs, dataset) if theirs else None for split, theirs in splits.items()},
+                     "zero_shot": {split: zero_shot[theirs] if theirs else None for split, theirs in splits.items()}}
+    except KeyError as error:
+        raise TableError(f"encoder_rankers/zero_shot-{dataset}.json: no {error} split") from None
+
+    def figures(scored):
+        dev = f"{scored['dev']['map']:.3f}" if scored["dev"] else "–"
+        return f"{dev} | {scored['test']['map']:.3f} | {scored['test']['mrr']:.3f} | {scored['test']['p@1']:.3f}"
+
     lines = ["| input | model | seeds | dev MAP | test MAP | test MRR | test P@1 | above zero-shot (test MAP) | "
              "epochs | wall s |", "|---|---|---|---|---|---|---|---|---|---|"]
-    lines.append(f"| {BM25_LABEL} | – | – | {bm25['dev']['map']:.3f} | {bm25['test']['map']:.3f} | "
-                 f"{bm25['test']['mrr']:.3f} | {bm25['test']['p@1']:.3f} | – | 0 | – |")
-    lines.append(f"| MiniLM, no training (zero-shot) | `bi_encoder_minilm` | – | {zero_shot['dev']['map']:.3f} | "
-                 f"{zero_shot['test']['map']:.3f} | {zero_shot['test']['mrr']:.3f} | {zero_shot['test']['p@1']:.3f} | "
+    lines.append(f"| {BM25_LABEL} | – | – | {figures(untrained['bm25'])} | – | 0 | – |")
+    lines.append(f"| MiniLM, no training (zero-shot) | `bi_encoder_minilm` | – | {figures(untrained['zero_shot'])} | "
                  f"– | 0 | – |")
+    zero_shot = untrained["zero_shot"]
     glove_groups = []
     for folder, rows in glove:
         paths = [path for path in _files(f"{folder}/*-s*.json") if int(path.name.split("-")[0]) in rows]
@@ -611,9 +621,10 @@ def _encoder_benchmark(plan_folder, dataset, glove, papers):
               for number, row in enumerate(plan["rows"]) if number not in done]
     for paper_entry in papers:
         reported = json.loads((ROOT / "zoo" / paper_entry).read_text(encoding="utf-8"))["reported"]
+        given = {figure: f"{reported[figure]:.3f}" if figure in reported else "–" for figure in ("map", "mrr", "p@1")}
         lines.append(f"| the paper ({reported.get('table') or reported['source']}) | "
-                     f"`{paper_entry.split('/')[-1][:-5]}` | – | – | {reported['map']:.3f} | {reported['mrr']:.3f} | "
-                     f"– | – | – | – |")
+                     f"`{paper_entry.split('/')[-1][:-5]}` | – | – | {given['map']} | {given['mrr']} | {given['p@1']} | "
+                     f"– | – | – |")
     if families:
         lines += ["", "| transformer-input row | minus the cross-encoder, test MAP (paired by seed) | seeds |",
                   "|---|---|---|"]
@@ -679,6 +690,16 @@ def transformer_encoders_speed():
     return "\n".join(lines)
 
 
+def transformer_encoders_semeval2016():
+    """Issue 57 on SemEval-2016 3A (trained on train-part2 + the 2015 threads, chosen on 20% of train-part2's
+    questions held out, scored on the official dev split as the test split): BM25, the zero-shot bi-encoder (both
+    on the official dev split only), CTRN on GloVe (benchmarks/ablations/semeval2016.json row 1) and over MiniLM
+    frozen / top-2 fine-tuned, the cross- and bi-encoder fine-tuned
+    (benchmarks/ablations/transformer_encoders_semeval2016.json), the paper."""
+    return _encoder_benchmark("transformer_encoders_semeval2016", "semeval2016", [("semeval2016", (1,))],
+                              ["ctrn/ctrn_semeval.json"], splits={"dev": None, "test": "dev"})
+
+
 TABLES = {
     "data": data,
     "main-job": main_job,
@@ -703,6 +724,7 @@ TABLES = {
     "transformer-encoders-wikiqa": transformer_encoders_wikiqa,
     "transformer-encoders-trecqa-clean": transformer_encoders_trecqa_clean,
     "transformer-encoders-trecqa-raw": transformer_encoders_trecqa_raw,
+    "transformer-encoders-semeval2016": transformer_encoders_semeval2016,
 }
 """Every generated table: name -> a function returning its markdown (raises TableError)."""
 
