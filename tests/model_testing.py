@@ -75,13 +75,9 @@ def _family_sizes(name):
 def small_overrides(name):
     """Overrides that make zoo entry `name` small: integer width settings (`*_units`, `*_dim`, `*filters`,
     `*_size` ...) capped at 8, factor counts at 2, `blocks` at the family's `max_blocks` (`FAMILY_SIZES`); depth,
-    kernel sizes and the rest kept as the paper sets them. An entry over pretrained word vectors keeps its
-    `embedding_dim`: the vectors fix the embedding's width, and another width is refused
-    (`keras_match.settings.Settings.for_vectors`)."""
+    kernel sizes and the rest kept as the paper sets them."""
     overrides = {}
     model = zoo.describe(name)["model"]
-    if model.get("pretrained_embeddings", True):
-        model = {key: value for key, value in model.items() if key != "embedding_dim"}
     if "max_blocks" in _family_sizes(name):
         overrides["blocks"] = min(model["blocks"], _family_sizes(name)["max_blocks"])
     for key, value in model.items():
@@ -124,10 +120,15 @@ def short_run_overrides(name):
     `tests/test_vectors.py` covers the vectors' words). Measured on TrecQA clean (100 training questions, widths
     8): with the presets' dropout and learning rate, one epoch left the dev MAP of `qrnn` (0.70 -> 0.69),
     `compare_aggregate_nn` (0.54 -> 0.52) and others at or below their untrained figure; with these settings
-    every family gained (`ctrn` 0.30 -> 0.71, `compare_aggregate_mult` 0.37 -> 0.54, `mcan_fm` 0.50 -> 0.53)."""
+    every family gained (`ctrn` 0.30 -> 0.71, `compare_aggregate_mult` 0.37 -> 0.54, `mcan_fm` 0.50 -> 0.53).
+    The short run reads the entry's pretrained vectors (unless the entry has none, `pretrained_embeddings`
+    false): those fix the embedding's width, so `embedding_dim` is not capped there (another width is refused,
+    `keras_match.settings.Settings.for_vectors`)."""
     preset = zoo.describe(name)
     overrides = dict(small_overrides(name), epochs=1, batch_size=32, max_vocabulary=0,
                      learning_rate=min(0.01, 10 * preset["training"]["learning_rate"]))
+    if preset["model"].get("pretrained_embeddings", True):
+        overrides.pop("embedding_dim", None)
     overrides.update({key: 0.0 for key in preset["model"] if _DROPOUT.search(key)})
     overrides.update(small_lengths(name))
     return overrides
