@@ -537,6 +537,30 @@ def test_a_float16_preset_is_half_the_weights_scores_close_and_reports_its_figur
         split: metrics[split] for split in ("dev", "test")}
 
 
+def test_a_compressed_preset_stores_its_large_arrays_in_fewer_bytes_and_scores_the_same(preset, trained_run, run,
+                                                                                         tmp_path, monkeypatch):
+    """`write_preset(compress=True)` (benchmarks/ship_presets.py's): the larger arrays gzip-compressed (stored in
+    fewer bytes than they hold), the same arrays and scores as the preset written without it."""
+    from keras_match.artifacts import preset_writer
+
+    monkeypatch.setattr(preset_writer, "COMPRESS_FROM", 64)  # this small model's arrays are under the default
+    target = presets.write_preset(trained_run, tmp_path / "compressed", compress=True)
+    packed = target / "model.weights.h5"
+    with h5py.File(packed, "r") as f:
+        datasets = []
+        f.visititems(lambda name, item: datasets.append((item.size >= 64, item.compression, item.nbytes,
+                                                         item.id.get_storage_size()))
+                     if isinstance(item, h5py.Dataset) else None)
+    assert all((compression == "gzip") == big for big, compression, _, _ in datasets), datasets
+    packed_arrays = [(nbytes, stored) for big, _, nbytes, stored in datasets if big]
+    assert packed_arrays and sum(stored for _, stored in packed_arrays) < sum(n for n, _ in packed_arrays)
+    assert _h5_arrays(packed) == _h5_arrays(preset / "model.weights.h5")
+    assert _h5_dtypes(packed) == {"float32"}
+    assert json.loads((target / "metadata.json").read_text())["weights"]["compression"] == "gzip"
+    np.testing.assert_array_equal(presets.load_preset(target).score(QUESTIONS, ANSWERS),
+                                  presets.load_preset(preset).score(QUESTIONS, ANSWERS))
+
+
 def test_a_float16_preset_without_the_data_says_its_figures_were_not_measured(trained_run, run, tmp_path, capsys):
     empty = tmp_path / "no-data"
     empty.mkdir()
