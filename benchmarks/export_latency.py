@@ -125,7 +125,7 @@ def main(argv=None):
     import tensorflow as tf
 
     from keras_match import training
-    from keras_match.artifacts import provenance
+    from keras_match.artifacts import presets, provenance
     from keras_match.inputs import pipeline
     from keras_match.serving import export
     from keras_match.datasets.catalog import load_by_name
@@ -134,8 +134,6 @@ def main(argv=None):
     out = pathlib.Path(args.out) if args.out else pathlib.Path(tempfile.mkdtemp(prefix="export_latency_"))
     preset_mb = None
     if args.preset:
-        from keras_match.artifacts import presets
-
         run, description, vectors = presets.load_preset(args.preset), f"preset {args.preset}", None
         preset_mb = _size_mb(presets.preset_dir(args.preset))
     else:
@@ -143,8 +141,6 @@ def main(argv=None):
                                               args.model)
     try:
         if args.run_dir:
-            from keras_match.artifacts import presets
-
             preset_mb = _size_mb(presets.write_preset(args.run_dir, out / "preset"))
         _log("exporting", description)
         start = time.perf_counter()

@@ -176,7 +176,7 @@ def card_notes(*, command, out, plan, row, label, entry, chosen, seeds, key, dat
 
 
 def ship(args) -> dict:
-    from keras_match.artifacts import presets
+    from keras_match.artifacts import presets, runs
 
     out = pathlib.Path(args.out)
     runs_dir = pathlib.Path(args.runs) if args.runs else out / "runs"
@@ -212,8 +212,7 @@ def ship(args) -> dict:
         fig32 = presets.measure(presets.load_preset(candidate32), benchmark)
         # the preset holds the run's weights exactly: loaded in the precision the run computed in, it gives the
         # run's figures (a run trained in mixed_bfloat16 scores a little differently in float32, a preset's default)
-        precision = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))["settings"]["training"].get(
-            "precision", "float32")
+        precision = runs.read_config(run_dir / "config.json")["settings"]["training"].get("precision", "float32")
         as_trained = fig32 if precision == "float32" else presets.measure(
             presets.load_preset(candidate32, precision=precision), benchmark)
         run_check = presets.figure_differences(as_trained, {split: run_metrics[split] for split in ("dev", "test")})

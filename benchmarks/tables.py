@@ -596,29 +596,30 @@ def _encoder_benchmark(plan_folder, dataset, glove, papers, splits=None):
     lines.append(f"| {BM25_LABEL} | – | – | {figures(untrained['bm25'])} | – | 0 | – |")
     lines.append(f"| MiniLM, no training (zero-shot) | `bi_encoder_minilm` | – | {figures(untrained['zero_shot'])} | "
                  f"– | 0 | – |")
-    zero_shot = untrained["zero_shot"]
-    glove_groups = []
+    zero_shot_map = untrained["zero_shot"]["test"]["map"]
+
+    def trained(where, name, runs):
+        above = "yes" if statistics.mean(r["test"]["map"] for r in runs) > zero_shot_map else "no"
+        return (f"| {where} | `{name}` | {_seeds(runs)} | {_mean(runs, 'dev', 'map')} | {_mean(runs, 'test', 'map')} | "
+                f"{_mean(runs, 'test', 'mrr')} | {_mean(runs, 'test', 'p@1')} | {above} | "
+                f"{cell([r['epochs_run'] for r in runs], 1)} | {_wall(runs)} |")
+
     for folder, rows in glove:
         paths = [path for path in _files(f"{folder}/*-s*.json") if int(path.name.split("-")[0]) in rows]
-        glove_groups += list(_groups(paths).items())
-    plan_paths = sorted(RESULTS.glob(f"{plan_folder}/*-s*.json"))  # none before the plan's first run
-    groups = glove_groups + list(_groups(plan_paths).items())
-    cross = [group["runs"] for (name, _), group in groups if name.startswith("cross_encoder")]
-    families = []
-    for number, ((name, label), group) in enumerate(groups):
-        runs = group["runs"]
-        test_map = statistics.mean(r["test"]["map"] for r in runs)
-        above = "yes" if test_map > zero_shot["test"]["map"] else "no"
-        where = "GloVe 6B 50d (frozen)" if number < len(glove_groups) else label
-        lines.append(f"| {where} | `{name}` | {_seeds(runs)} | {_mean(runs, 'dev', 'map')} | "
-                     f"{_mean(runs, 'test', 'map')} | {_mean(runs, 'test', 'mrr')} | {_mean(runs, 'test', 'p@1')} | "
-                     f"{above} | {cell([r['epochs_run'] for r in runs], 1)} | {_wall(runs)} |")
-        if cross and number >= len(glove_groups) and not name.startswith(("cross_encoder", "bi_encoder")):
-            families.append((f"`{name}`, {label}", runs))
+        lines += [trained("GloVe 6B 50d (frozen)", name, group["runs"]) for (name, _), group in _groups(paths).items()]
     plan = json.loads((ROOT / "benchmarks" / "ablations" / f"{plan_folder}.json").read_text(encoding="utf-8"))
-    done = {int(path.name.split("-")[0]) for path in plan_paths}
-    lines += [f"| {row['label']} | `{row['model']}` | not run yet | – | – | – | – | – | – | – |"
-              for number, row in enumerate(plan["rows"]) if number not in done]
+    plan_paths = sorted(RESULTS.glob(f"{plan_folder}/*-s*.json"))  # none before the plan's first run
+    measured = []
+    for number, row in enumerate(plan["rows"]):  # in the plan's order, a row without a result file as such
+        paths = [path for path in plan_paths if int(path.name.split("-")[0]) == number]
+        if not paths:
+            lines.append(f"| {row['label']} | `{row['model']}` | not run yet | – | – | – | – | – | – | – |")
+        for (name, label), group in _groups(paths).items():
+            lines.append(trained(label, name, group["runs"]))
+            measured.append((name, label, group["runs"]))
+    cross = [runs for name, _, runs in measured if name.startswith("cross_encoder")]
+    families = [(f"`{name}`, {label}", runs) for name, label, runs in measured
+                if cross and not name.startswith(("cross_encoder", "bi_encoder"))]
     for paper_entry in papers:
         reported = json.loads((ROOT / "zoo" / paper_entry).read_text(encoding="utf-8"))["reported"]
         given = {figure: f"{reported[figure]:.3f}" if figure in reported else "–" for figure in ("map", "mrr", "p@1")}
@@ -657,37 +658,6 @@ def transformer_encoders_trecqa_raw():
     bi-encoder fine-tuned (benchmarks/ablations/transformer_encoders_trecqa_raw.json), the paper."""
     return _encoder_benchmark("transformer_encoders_trecqa_raw", "trecqa-raw", [("ctrn_trecqa_raw", (2,))],
                               ["ctrn/ctrn.json"])
-
-
-def transformer_encoders_speed():
-    """Issue 57's speed table: for each measured row, its training speed (the plan's result files: training pairs
-    per second, and the seconds of one epoch over the training pairs at that speed, mean over seeds) beside what
-    `benchmarks/export_latency.py` measured of one of its trained models
-    (`transformer_encoders_speed/<result folder>-<row>.json`: parameters, the preset's size, ranking 1 question x
-    30 candidates through the SavedModel's `rank` signature and through onnxruntime)."""
-    import statistics
-
-    lines = ["| model | row | precision | training pairs / s | training s / epoch | parameters | trained | "
-             "preset MB | `rank` 1 x 30 p50 / p99 ms | ONNX 1 x 30 p50 ms |", "|---|---|---|---|---|---|---|---|---|---|"]
-    for path in _files("transformer_encoders_speed/*.json"):
-        measured = _read_json(path)
-        folder, _, row = path.stem.rpartition("-")
-        groups = _groups(_files(f"{folder}/{row}-s*.json"))
-        if len(groups) != 1:
-            raise TableError(f"{path}: {folder} row {row} has {len(groups)} models; expected one")
-        (name, label), group = next(iter(groups.items()))
-        runs, result = group["runs"], group["result"]
-        speed = statistics.mean(r["train_pairs_per_s"] for r in runs)
-        precision = (result.get("overrides") or {}).get("precision", "float32")
-        latency = measured["latency_1_question_x_30_candidates"]
-        rank, onnx = latency["savedmodel_rank_text"], latency["onnxruntime_ids"]
-        parameters = measured["parameters"]
-        preset = f"{measured['preset_mb']:.1f}" if measured.get("preset_mb") is not None else "–"
-        lines.append(f"| `{name}` | {label} | {precision} | {speed:.0f} | "
-                     f"{result['counts']['train']['pairs'] / speed:.0f} | {parameters['total'] / 1e6:.2f} M | "
-                     f"{parameters['trainable'] / 1e6:.2f} M | {preset} | {rank['p50_ms']:.1f} / {rank['p99_ms']:.1f} | "
-                     f"{onnx['p50_ms']:.1f} |")
-    return "\n".join(lines)
 
 
 def transformer_encoders_semeval2016():

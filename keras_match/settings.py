@@ -22,7 +22,7 @@ import typing
 
 __all__ = ["Rule", "TrainingSettings", "PreprocessingSettings", "Settings", "check_value", "section_fields",
            "POSITIVE_INT", "NON_NEGATIVE_INT", "RATE", "OPTIONAL_RATE", "OPTIONAL_POSITIVE_INT", "is_int",
-           "is_number"]
+           "is_number", "model_for_vectors"]
 
 
 PRECISION_CHOICES = ("float32", "mixed_bfloat16", "auto")
@@ -273,21 +273,32 @@ class Settings:
         Raises:
             ValueError: a setting in `given` that the vectors contradict (the message names both values).
         """
-        model = self.model
-        if model.get("backbone") is not None:
-            return self
-        if width is None:
-            if "trainable_embeddings" not in model:
-                return self
-            if model["trainable_embeddings"] is False and "trainable_embeddings" in given:
-                raise ValueError("setting trainable_embeddings=false: without pretrained vectors the word embedding "
-                                 "starts random and must train; drop the setting, or give --embeddings")
-            return self.with_model(trainable_embeddings=True)
-        dim = model.get("embedding_dim")
-        if dim is None or dim == width:
-            return self
-        if "embedding_dim" in given:
-            raise ValueError(f"setting embedding_dim={json.dumps(dim)}: the vectors {vectors} are {width} wide, and a "
-                             f"model over pretrained vectors takes their width; drop the setting, or give vectors "
-                             f"{dim} wide (or --embeddings none: trained embeddings of that width)")
-        return self.with_model(embedding_dim=int(width))
+        model = model_for_vectors(self.model, width, given, vectors)
+        return self if model is self.model else dataclasses.replace(self, model=model)
+
+
+def model_for_vectors(model: dict, width: int | None, given=(), vectors="the pretrained vectors") -> dict:
+    """The model settings `model` as the model built over word vectors `width` wide (None: no pretrained vectors)
+    has them, checked against the settings the user gave (`given`): the rules of `Settings.for_vectors`, which
+    says them. Returns `model` itself when nothing changes, else a new dict.
+
+    Raises:
+        ValueError: a setting in `given` that the vectors contradict (the message names both values).
+    """
+    if model.get("backbone") is not None:
+        return model
+    if width is None:
+        if "trainable_embeddings" not in model or model["trainable_embeddings"] is True:
+            return model
+        if model["trainable_embeddings"] is False and "trainable_embeddings" in given:
+            raise ValueError("setting trainable_embeddings=false: without pretrained vectors the word embedding "
+                             "starts random and must train; drop the setting, or give --embeddings")
+        return {**model, "trainable_embeddings": True}
+    dim = model.get("embedding_dim")
+    if dim is None or dim == width:
+        return model
+    if "embedding_dim" in given:
+        raise ValueError(f"setting embedding_dim={json.dumps(dim)}: the vectors {vectors} are {width} wide, and a "
+                         f"model over pretrained vectors takes their width; drop the setting, or give vectors "
+                         f"{dim} wide (or --embeddings none: trained embeddings of that width)")
+    return {**model, "embedding_dim": int(width)}

@@ -277,17 +277,16 @@ def check_resume(files: RunFiles, config: dict) -> bool:
 def _as_built(previous, current):
     """An interrupted run's config as the model was built: runs begun before `Settings.for_vectors` recorded the
     entry's `embedding_dim` over vectors of another width (mcan_fm: 300 over GloVe 50d) and `trainable_embeddings`
-    false without vectors, though the model took the vectors' width and trained its embedding; read as built, they
-    resume with today's config of the same vectors."""
-    model = (previous.get("settings") or {}).get("model") or {}
-    now = (current.get("settings") or {}).get("model") or {}
-    if model.get("backbone") is not None or previous.get("embeddings_sha256") != current.get("embeddings_sha256"):
+    false without vectors, though the model took the vectors' width and trained its embedding; read as built
+    (`keras_match.settings.model_for_vectors`, the width of today's config of the same vectors), they resume."""
+    from keras_match.settings import model_for_vectors
+
+    vectors = previous.get("embeddings_sha256")
+    width = ((current.get("settings") or {}).get("model") or {}).get("embedding_dim")
+    if "settings" not in previous or vectors != current.get("embeddings_sha256") or (vectors and width is None):
         return previous
-    if previous.get("embeddings_sha256") and "embedding_dim" in model and "embedding_dim" in now:
-        model = dict(model, embedding_dim=now["embedding_dim"])
-    elif not previous.get("embeddings_sha256") and "trainable_embeddings" in model:
-        model = dict(model, trainable_embeddings=True)
-    return dict(previous, settings=dict(previous["settings"], model=model)) if "settings" in previous else previous
+    model = model_for_vectors(previous["settings"].get("model") or {}, width if vectors else None)
+    return dict(previous, settings=dict(previous["settings"], model=model))
 
 
 class ChangedInputError(ValueError):
