@@ -9,7 +9,7 @@ import pytest
 
 from keras_match import cli, zoo
 
-from conftest import train_args
+from conftest import mcan_train_args, train_args
 
 
 def _one_line(capsys):
@@ -44,7 +44,7 @@ def test_bad_numbers_are_usage_errors_and_write_nothing(tmp_path, capsys, argume
 ])
 def test_bad_setting_values_are_named_before_anything_is_written(data_dir, tmp_path, capsys, setting, message):
     run_dir = tmp_path / "run"
-    assert cli.main(train_args(data_dir, run_dir, "--set", setting)) == 2
+    assert cli.main(mcan_train_args(data_dir, run_dir, "--set", setting)) == 2  # lstm_units, compression: MCAN's
     line = _one_line(capsys)
     assert message in line
     assert not run_dir.exists()

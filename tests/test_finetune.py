@@ -18,7 +18,7 @@ from keras_match.training import finetune
 from keras_match.training.callbacks import DevEvaluationCallback
 from keras_match.training.trainer import train
 
-from conftest import train_args
+from conftest import mcan_train_args
 
 SMALL = {"lstm_units": 16, "highway_units": 8, "fm_factors": 4}
 PAIRS = (["when was the teapot dome scandal ?", "who founded the company ?"],
@@ -37,7 +37,7 @@ def preset(trained_run, tmp_path_factory):
 def trainable_preset(data_dir, tmp_path_factory):
     """A preset whose embeddings were trained (initialised from GloVe): its vocabulary is TrecQA's words only."""
     root = tmp_path_factory.mktemp("trainable")
-    assert cli.main(train_args(data_dir, root / "run", "--epochs", "1", "--set", "trainable_embeddings=true")) == 0
+    assert cli.main(mcan_train_args(data_dir, root / "run", "--epochs", "1", "--set", "trainable_embeddings=true")) == 0
     assert cli.main(["preset", str(root / "run"), "--to", str(root / "preset")]) == 0
     return root / "preset"
 

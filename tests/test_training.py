@@ -13,6 +13,7 @@ from keras_match.datasets.catalog import load_by_name
 from keras_match.preprocessors.base import trim_padding
 from keras_match.preprocessors.pair import FREQUENCIES_FILE, PairPreprocessor
 
+from conftest import SMALL_CTRN, mcan_train_args
 from conftest import train_args as _train_args
 from learning_checks import ranking_figures_of_run
 
@@ -80,7 +81,7 @@ def test_predict_ranks_raw_answers(trained_run, loaded_run, capsys):
 
 
 def test_finished_run_is_not_overwritten(trained_run, data_dir, capsys):
-    assert cli.main(_train_args(data_dir, trained_run, "--epochs", "1")) == 2
+    assert cli.main(mcan_train_args(data_dir, trained_run, "--epochs", "1")) == 2
     assert "finished run" in capsys.readouterr().err
 
 
@@ -137,7 +138,7 @@ def test_lr_decay_multiplies_the_learning_rate_every_epoch_and_a_resumed_run_con
         patch.setattr(keras.callbacks.TensorBoard, "on_epoch_end", crash)
         assert cli.main(argv) == 130
     assert cli.main(argv) == 0  # resumes at epoch 2
-    rate = zoo.describe("mcan_fm")["training"]["learning_rate"]
+    rate = zoo.describe(argv[1])["training"]["learning_rate"]  # the entry's own
     assert [epoch for epoch, _ in rates] == [0, 1, 2]
     np.testing.assert_allclose([r for _, r in rates], [rate, rate / 2, rate / 4], rtol=1e-6)
 
@@ -187,12 +188,9 @@ def test_scoring_no_pairs_gives_no_scores(loaded_run):
     assert scores.shape == (0,) and scores.dtype == np.float32
 
 
-# A small CTRN so a real TrecQA raw run with the four overlap features takes seconds.
-SMALL_CTRN = ["--set", "filters=16", "--set", "dense_units=8"]
-
-
 @pytest.fixture(scope="module")
 def ctrn_run(data_dir, tmp_path_factory):
+    """A small CTRN run on TrecQA raw with the four overlap features."""
     run_dir = tmp_path_factory.mktemp("runs") / "ctrn"
     assert cli.main(["train", "ctrn", "--dataset", "trecqa-raw", "--data-dir", str(data_dir), "--train-split",
                      "train", "--max-train-questions", "10", "--epochs", "1", "--run-dir", str(run_dir),

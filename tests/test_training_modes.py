@@ -14,12 +14,10 @@ from keras_match.inputs import pipeline
 from keras_match.preprocessors.pair import PairPreprocessor
 from keras_match.training.recipe import Recipe, settings_for_task
 
-from conftest import SMALL_MCAN, train_args
+from conftest import SMALL_CTRN, SMALL_MCAN, train_args
 from learning_checks import classification_figures, classification_figures_of_run
 from model_testing import skip_pretrained_backbone
 from model_testing import small_overrides
-
-SMALL_CTRN = ["--set", "filters=16", "--set", "dense_units=8"]
 
 
 @pytest.mark.parametrize("loss, mode", [("pairwise_hinge", "pairwise"), ("listwise_softmax", "listwise")])
