@@ -670,6 +670,33 @@ def transformer_encoders_semeval2016():
                               ["ctrn/ctrn_semeval.json"], splits={"dev": None, "test": "dev"})
 
 
+
+def transformer_encoders_sick():
+    """Issue 57 on SICK entailment (three classes, chosen on dev accuracy, scored on test): Compare-Aggregate
+    (SUBMULT+NN) on GloVe (benchmarks/ablations/compare_aggregate_sick.json row 0) and over MiniLM frozen / top-2
+    fine-tuned, the cross-encoder and the bi-encoder's SBERT classifier fine-tuned
+    (benchmarks/ablations/transformer_encoders_sick.json). The paper has no SICK experiment."""
+    from summarize import cell
+
+    def row(where, name, runs):
+        return (f"| {where} | `{name}` | {_seeds(runs)} | {_mean(runs, 'dev', 'accuracy')} | "
+                f"{_mean(runs, 'test', 'accuracy')} | {_mean(runs, 'test', 'macro_f1')} | "
+                f"{cell([r['epochs_run'] for r in runs], 1)} | {_wall(runs)} |")
+
+    lines = ["| input | model | seeds | dev accuracy | test accuracy | test macro-F1 | epochs | wall s |",
+             "|---|---|---|---|---|---|---|---|"]
+    paths = [path for path in _files("compare_aggregate_sick/*-s*.json") if int(path.name.split("-")[0]) == 0]
+    lines += [row("GloVe 6B 50d (frozen)", name, group["runs"]) for (name, _), group in _groups(paths).items()]
+    plan = json.loads((ROOT / "benchmarks" / "ablations" / "transformer_encoders_sick.json").read_text(encoding="utf-8"))
+    plan_paths = sorted(RESULTS.glob("transformer_encoders_sick/*-s*.json"))  # none before the plan's first run
+    for number, planned in enumerate(plan["rows"]):  # in the plan's order, a row without a result file as such
+        paths = [path for path in plan_paths if int(path.name.split("-")[0]) == number]
+        if not paths:
+            lines.append(f"| {planned['label']} | `{planned['model']}` | not run yet | – | – | – | – | – |")
+        lines += [row(label, name, group["runs"]) for (name, label), group in _groups(paths).items()]
+    return "\n".join(lines)
+
+
 TABLES = {
     "data": data,
     "main-job": main_job,
@@ -695,6 +722,7 @@ TABLES = {
     "transformer-encoders-trecqa-clean": transformer_encoders_trecqa_clean,
     "transformer-encoders-trecqa-raw": transformer_encoders_trecqa_raw,
     "transformer-encoders-semeval2016": transformer_encoders_semeval2016,
+    "transformer-encoders-sick": transformer_encoders_sick,
 }
 """Every generated table: name -> a function returning its markdown (raises TableError)."""
 
