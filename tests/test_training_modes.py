@@ -14,7 +14,7 @@ from keras_match.inputs import pipeline
 from keras_match.preprocessors.pair import PairPreprocessor
 from keras_match.training.recipe import Recipe, settings_for_task
 
-from conftest import SMALL_CTRN, SMALL_MCAN, train_args
+from conftest import SMALL_CTRN, train_args
 from learning_checks import classification_figures, classification_figures_of_run
 from model_testing import skip_pretrained_backbone
 from model_testing import small_overrides
@@ -149,8 +149,8 @@ def _small(name):
 @pytest.fixture(scope="module")
 def sick_run(data_dir, tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("runs") / "sick"
-    assert cli.main(["train", "mcan_fm", "--dataset", "sick", "--data-dir", str(data_dir), "--max-train-questions",
-                     "200", "--epochs", "1", "--run-dir", str(run_dir), *SMALL_MCAN]) == 0
+    assert cli.main(["train", "ctrn_wikiqa", "--dataset", "sick", "--data-dir", str(data_dir), "--max-train-questions",
+                     "200", "--epochs", "1", "--run-dir", str(run_dir), *SMALL_CTRN]) == 0
     return run_dir
 
 
