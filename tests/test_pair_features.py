@@ -12,7 +12,7 @@ from keras_match.text.features import OverlapFeatures
 from keras_match.preprocessors.pair import PairPreprocessor
 from keras_match.text import TextEncoder, tokenize
 
-from conftest import train_args
+from conftest import mcan_train_args
 
 
 @pytest.fixture(scope="module")
@@ -101,8 +101,8 @@ def test_every_ranking_entry_takes_the_pair_features(name):
 
 def test_mcan_trains_with_overlap_and_bm25_features_and_exports_them(data_dir, tmp_path):
     run_dir = tmp_path / "run"
-    assert cli.main(train_args(data_dir, run_dir, "--epochs", "1", "--set", "overlap_features=true",
-                               "--set", "bm25_feature=true")) == 0
+    assert cli.main(mcan_train_args(data_dir, run_dir, "--epochs", "1", "--set", "overlap_features=true",
+                                    "--set", "bm25_feature=true")) == 0
     config = json.loads((run_dir / "config.json").read_text())
     preprocessing = config["settings"]["preprocessing"]
     assert preprocessing["overlap_features"] and preprocessing["bm25_feature"]

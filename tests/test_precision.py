@@ -106,7 +106,7 @@ def test_conversion_keeps_the_scores_within_bfloat16_rounding():
 
 @pytest.fixture(scope="module")
 def bfloat16_run(data_dir, tmp_path_factory):
-    run_dir = tmp_path_factory.mktemp("runs") / "mcan_fm-bf16"
+    run_dir = tmp_path_factory.mktemp("runs") / "bf16"
     assert cli.main(train_args(data_dir, run_dir, "--epochs", "1", "--precision", "mixed_bfloat16")) == 0
     return run_dir
 
