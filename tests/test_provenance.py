@@ -78,12 +78,12 @@ def test_dirty_means_the_code_differs_from_its_commit_not_the_result_files(tmp_p
 
 def test_the_same_command_with_the_same_seed_gives_the_same_figures(trained_run, data_dir, tmp_path):
     """Two runs of one `keras-match train` command and seed on one machine: identical metrics.json figures."""
-    from conftest import train_args
+    from conftest import mcan_train_args
 
     from keras_match import cli
 
     again = tmp_path / "again"
-    assert cli.main(train_args(data_dir, again, "--epochs", "1")) == 0
+    assert cli.main(mcan_train_args(data_dir, again, "--epochs", "1")) == 0  # the command of trained_run
     first = json.loads((trained_run / "metrics.json").read_text())
     second = json.loads((again / "metrics.json").read_text())
     for split in ("dev", "test"):
