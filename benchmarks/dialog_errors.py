@@ -120,7 +120,6 @@ def analyse(run_dir, dataset, split="test", data_dir=None, examples_kept=10, his
     """
     from keras_match.artifacts import runs
     from keras_match.datasets.catalog import load_by_name
-    from keras_match.inputs import pipeline
     from keras_match.tasks.response_selection import choose, evaluate_selection
 
     if isinstance(dataset, str):
@@ -128,9 +127,7 @@ def analyse(run_dir, dataset, split="test", data_dir=None, examples_kept=10, his
     run = runs.load_run(run_dir)
     data = dataset[split]
     run.task.check_split(data)
-    examples = run.task.examples(data)
-    inputs = pipeline.encode(run.preprocessor, examples.texts)
-    outputs = pipeline.predict(run.model, inputs, run.preprocessor.SEQUENCE_INPUTS)
+    examples, outputs = run.outputs(data)
     scores = run.task.scores(run.head, outputs, len(examples), len(examples.candidates))
     chosen = choose(scores)
     candidates = np.asarray(examples.candidates, dtype=object)

@@ -568,6 +568,21 @@ def _paired(runs, baseline, split="test", figure="map"):
     return f"{statistics.mean(values):+.3f}{spread}", ", ".join(str(seed) for seed, _ in differences)
 
 
+def _plan_row_groups(plan_folder):
+    """Each row of the plan `benchmarks/ablations/<plan_folder>.json` in the plan's order, with the groups
+    (`_groups`) of its result files in `benchmarks/results/<plan_folder>/` (none before the row has run):
+    `[(row, {(model, label): group})]`."""
+    plan = json.loads((ROOT / "benchmarks" / "ablations" / f"{plan_folder}.json").read_text(encoding="utf-8"))
+    paths = sorted(RESULTS.glob(f"{plan_folder}/*-s*.json"))
+    return [(row, _groups([path for path in paths if int(path.name.split("-")[0]) == number]))
+            for number, row in enumerate(plan["rows"])]
+
+
+def _not_run(row, columns):
+    """The table line of a plan row without a result file yet: its label, model, "not run yet", `columns` dashes."""
+    return f"| {row['label']} | `{row['model']}` | not run yet |" + " – |" * columns
+
+
 def _encoder_benchmark(plan_folder, dataset, glove, papers, splits=None):
     """Issue 57's table for one benchmark: BM25 and the zero-shot bi-encoder (no training), the families' GloVe
     entries (`glove`: (result folder, row numbers) pairs), every row of the transformer-encoder plan
@@ -607,14 +622,11 @@ def _encoder_benchmark(plan_folder, dataset, glove, papers, splits=None):
     for folder, rows in glove:
         paths = [path for path in _files(f"{folder}/*-s*.json") if int(path.name.split("-")[0]) in rows]
         lines += [trained("GloVe 6B 50d (frozen)", name, group["runs"]) for (name, _), group in _groups(paths).items()]
-    plan = json.loads((ROOT / "benchmarks" / "ablations" / f"{plan_folder}.json").read_text(encoding="utf-8"))
-    plan_paths = sorted(RESULTS.glob(f"{plan_folder}/*-s*.json"))  # none before the plan's first run
     measured = []
-    for number, row in enumerate(plan["rows"]):  # in the plan's order, a row without a result file as such
-        paths = [path for path in plan_paths if int(path.name.split("-")[0]) == number]
-        if not paths:
-            lines.append(f"| {row['label']} | `{row['model']}` | not run yet | – | – | – | – | – | – | – |")
-        for (name, label), group in _groups(paths).items():
+    for row, groups in _plan_row_groups(plan_folder):
+        if not groups:
+            lines.append(_not_run(row, 7))
+        for (name, label), group in groups.items():
             lines.append(trained(label, name, group["runs"]))
             measured.append((name, label, group["runs"]))
     cross = [runs for name, _, runs in measured if name.startswith("cross_encoder")]
@@ -670,7 +682,6 @@ def transformer_encoders_semeval2016():
                               ["ctrn/ctrn_semeval.json"], splits={"dev": None, "test": "dev"})
 
 
-
 def transformer_encoders_sick():
     """Issue 57 on SICK entailment (three classes, chosen on dev accuracy, scored on test): Compare-Aggregate
     (SUBMULT+NN) on GloVe (benchmarks/ablations/compare_aggregate_sick.json row 0) and over MiniLM frozen / top-2
@@ -687,13 +698,9 @@ def transformer_encoders_sick():
              "|---|---|---|---|---|---|---|---|"]
     paths = [path for path in _files("compare_aggregate_sick/*-s*.json") if int(path.name.split("-")[0]) == 0]
     lines += [row("GloVe 6B 50d (frozen)", name, group["runs"]) for (name, _), group in _groups(paths).items()]
-    plan = json.loads((ROOT / "benchmarks" / "ablations" / "transformer_encoders_sick.json").read_text(encoding="utf-8"))
-    plan_paths = sorted(RESULTS.glob("transformer_encoders_sick/*-s*.json"))  # none before the plan's first run
-    for number, planned in enumerate(plan["rows"]):  # in the plan's order, a row without a result file as such
-        paths = [path for path in plan_paths if int(path.name.split("-")[0]) == number]
-        if not paths:
-            lines.append(f"| {planned['label']} | `{planned['model']}` | not run yet | – | – | – | – | – |")
-        lines += [row(label, name, group["runs"]) for (name, label), group in _groups(paths).items()]
+    for planned, groups in _plan_row_groups("transformer_encoders_sick"):
+        lines += [row(label, name, group["runs"]) for (name, label), group in groups.items()] or [
+            _not_run(planned, 5)]
     return "\n".join(lines)
 
 

@@ -470,10 +470,15 @@ class Run:
         task = task if task is not None else own
         if task is not own:
             task.check_split(split)
-        examples = task.examples(split)
-        inputs = pipeline.encode(self.preprocessor, examples.texts)
-        outputs = pipeline.predict(self.model, inputs, self.preprocessor.SEQUENCE_INPUTS)
+        examples, outputs = self.outputs(split, task)
         return task.evaluate(self.head, outputs, examples)
+
+    def outputs(self, split, task=None):
+        """`(examples, outputs)`: the examples of a split (`task.examples`, default the run's task; the split is
+        not checked here, `evaluate` checks it) and the model's outputs on them, as training scores a split."""
+        examples = (task or self.task).examples(split)
+        inputs = pipeline.encode(self.preprocessor, examples.texts)
+        return examples, pipeline.predict(self.model, inputs, self.preprocessor.SEQUENCE_INPUTS)
 
 
 def preprocessor_class_of(run_dir):

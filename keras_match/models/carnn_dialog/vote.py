@@ -49,7 +49,6 @@ def vote(run_dirs, dataset, split="test", data_dir=None) -> dict:
         ValueError: no run, or a split the runs' task refuses (another candidate set).
     """
     from keras_match.artifacts import runs
-    from keras_match.inputs import pipeline
     from keras_match.datasets.catalog import load_by_name
     from keras_match.tasks.response_selection import choose, evaluate_selection
 
@@ -65,9 +64,7 @@ def vote(run_dirs, dataset, split="test", data_dir=None) -> dict:
         run = runs.load_run(run_dir)
         task = run.task
         task.check_split(data)
-        examples = task.examples(data)
-        inputs = pipeline.encode(run.preprocessor, examples.texts)
-        outputs = pipeline.predict(run.model, inputs, run.preprocessor.SEQUENCE_INPUTS)
+        examples, outputs = run.outputs(data)
         scores = task.scores(run.head, outputs, len(examples), len(examples.candidates))
         choices.append(choose(scores))
         each.append(evaluate_selection(scores, examples.labels, examples.groups))
