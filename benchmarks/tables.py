@@ -202,6 +202,36 @@ def mcan_finetune_wikiqa():
     return table + "\n| " + " | ".join(cells) + " |"
 
 
+def presets_transfer():
+    """Issue 58: every shipped ranking preset scoring every ranking benchmark's test split (SemEval-2016: its
+    official dev split) as shipped, no training there, beside BM25 (`transfer/presets-test.json`,
+    benchmarks/transfer.py --presets): MAP / MRR per benchmark, the preset's own benchmark (the dataset part of its
+    name) in bold, a figure below BM25's MAP there marked with a dagger."""
+    path = _files("transfer/presets-test.json")[0]
+    result = _read_json(path)
+    try:
+        if result["split"] != "test":
+            raise KeyError(f"split {result['split']!r}, not test")
+        names = list(result["bm25"])
+        bm25 = {name: result["bm25"][name] for name in names}
+        header = ["preset"] + [f"`{name}` MAP / MRR" for name in names]
+        lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+                 "| " + " | ".join([BM25_LABEL] + [f"{bm25[n]['map']:.3f} / {bm25[n]['mrr']:.3f}"
+                                                   for n in names]) + " |"]
+        for preset, entry in sorted(result["runs"].items()):
+            own = preset.rpartition("/")[2]
+            cells = [f"`{preset}`"]
+            for name in names:
+                cell = f"{entry[name]['map']:.3f} / {entry[name]['mrr']:.3f}"
+                if entry[name]["map"] < bm25[name]["map"]:
+                    cell += " †"
+                cells.append(f"**{cell}**" if name.partition(":")[0] == own else cell)
+            lines.append("| " + " | ".join(cells) + " |")
+    except (KeyError, TypeError, ValueError) as error:
+        raise TableError(f"{path}: not benchmarks/transfer.py's test figures of presets ({error})") from None
+    return "\n".join(lines)
+
+
 def mcan_dimensions():
     """MCAN (FM) on GloVe 6B 50d projected on its first 25 / 35 / all 50 principal axes, beside the plain 50d
     vectors (rows 13, 14, 15 and 3 of benchmarks/ablations/mcan_fm_trecqa.json)."""
@@ -709,6 +739,7 @@ TABLES = {
     "main-job": main_job,
     "mcan-main-job": mcan_main_job,
     "mcan-finetune-wikiqa": mcan_finetune_wikiqa,
+    "presets-transfer": presets_transfer,
     "mcan-dimensions": mcan_dimensions,
     "ctrn-trecqa": ctrn_trecqa,
     "semeval2016": semeval2016,

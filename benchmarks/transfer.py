@@ -25,6 +25,17 @@ splits (README's BM25 rows: `benchmarks/results/bm25/`):
 
     python benchmarks/transfer.py --datasets trecqa-raw semeval2016 trecqa-clean wikiqa wikiqa-answered --split dev \
         > benchmarks/results/bm25/dev.json
+
+`DATASET:SPLIT` scores that split of one dataset whatever `--split` says (the name stays the figures' key, as
+benchmarks/reproduce.py's `--transfer`): SemEval-2016 has no test split, and its shipped preset's test figures are
+on the official dev split. Every shipped ranking preset on every ranking benchmark (`docs/presets.md`, table
+`presets-transfer`; benchmarks/transfer_causes.py measures why a preset falls below BM25):
+
+    python benchmarks/transfer.py --presets compare_aggregate_mult/wikiqa-answered \
+        compare_aggregate_mult_minilm/wikiqa-answered ctrn/trecqa-raw ctrn_semeval/semeval2016 \
+        iwan_ncarnn/trecqa-clean lc_lstm/trecqa-clean mcan_fm/trecqa-clean \
+        --datasets trecqa-raw trecqa-clean wikiqa wikiqa-answered semeval2016:dev \
+        > benchmarks/results/transfer/presets-test.json
 """
 
 from __future__ import annotations
@@ -47,10 +58,18 @@ FIGURES = ("map", "mrr", "p@1")
 def bm25_figures(split, no_positive):
     """MAP / MRR / P@1 of BM25 on a split: each question against its candidates, statistics over the split's
     distinct candidate texts."""
+    from keras_match import metrics
+
+    return metrics.evaluate_split(split, bm25_scores(split), metrics=FIGURES, no_positive=no_positive)
+
+
+def bm25_scores(split):
+    """BM25's score of every pair of a split, float32 `[pairs]` in `split.pairs()` order: each question against
+    its candidates, statistics over the split's distinct candidate texts."""
     import bm25s
     import numpy as np
 
-    from keras_match import metrics, text
+    from keras_match import text
 
     pairs = split.pairs()
     corpus = sorted(set(pairs.answers.tolist()))
@@ -68,7 +87,7 @@ def bm25_figures(split, no_positive):
             query = [t for t in dict.fromkeys(tokens([question])[0]) if t in index.vocab_dict]
             cache[question] = index.get_scores(query) if query else np.zeros(len(corpus), np.float32)
         scores[row] = cache[question][position[answer]]
-    return metrics.evaluate_split(split, scores, metrics=FIGURES, no_positive=no_positive)
+    return scores
 
 
 def _variant(config):
@@ -113,7 +132,8 @@ def main(argv=None):
     parser.add_argument("runs", nargs="*", help="finished run folders")
     parser.add_argument("--presets", nargs="+", default=[], metavar="PRESET",
                         help="shipped presets (e.g. mcan_fm/trecqa-clean) or preset folders to score as well")
-    parser.add_argument("--datasets", nargs="+", default=["trecqa-clean", "wikiqa"])
+    parser.add_argument("--datasets", nargs="+", default=["trecqa-clean", "wikiqa"],
+                        help="dataset names; DATASET:SPLIT scores that split of it whatever --split says")
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--split", default="test", choices=("test", "dev"),
                         help="the split of each dataset to score (default test)")
@@ -131,10 +151,13 @@ def main(argv=None):
     started = time.time()
     splits, data_files = {}, {}
     for name in args.datasets:
-        dataset = load_by_name(name, data_dir=args.data_dir)
-        if args.split not in dataset:
-            raise SystemExit(f"transfer.py: {name} has no {args.split} split")
-        splits[name] = (dataset[args.split], tasks.task_for(dataset).no_positive)
+        dataset_name, _, split = name.partition(":")
+        split = split or args.split
+        dataset = load_by_name(dataset_name, data_dir=args.data_dir)
+        if split not in dataset:
+            raise SystemExit(f"transfer.py: {dataset_name} has no {split} split (it has "
+                             f"{', '.join(sorted(dataset.splits))}; DATASET:SPLIT picks one)")
+        splits[name] = (dataset[split], tasks.task_for(dataset).no_positive)
         data_files[name] = training.data_files(dataset)
     result = {"bm25": {name: bm25_figures(split, rule) for name, (split, rule) in splits.items()}, "runs": {}}
     sources = [(str(run_dir), None) for run_dir in args.runs] + [(name, name) for name in args.presets]
