@@ -206,8 +206,10 @@ class Recipe:
 
     def vector_words(self, settings=None):
         """The words of the vector file that join the vocabulary: all, or the file's first `max_vocabulary`, for a
-        model with frozen pretrained embeddings; none when the embeddings are trained (their rows would stay
-        random for words training never sees) or there are no vectors."""
+        model with frozen pretrained embeddings; none when the embeddings are trained (the vocabulary is then the
+        training words: a word training never sees reads as the unknown word's zero row, not as its GloVe row beside
+        trained ones; measured for `lc_lstm/trecqa-clean`, benchmarks/results/transfer/causes-lc_lstm-wikiqa.json)
+        or there are no vectors."""
         settings = settings or self.settings
         if self.vectors is None or settings.model.get("trainable_embeddings"):
             return None
