@@ -224,6 +224,22 @@ def test_reproduce_transfer_scores_a_sick_classifier_on_snli_by_accuracy(sick_ru
         module.transfer_splits(["snli:train"])
 
 
+def test_a_preset_ranking_loss_gives_way_on_a_classification_task_unless_the_user_chose_it(data_dir):
+    # bi_encoder_minilm's preset loss is listwise_softmax (list_size 16); SICK trains pointwise only
+    recipe = Recipe.prepare("bi_encoder_minilm", "sick", data_dir=data_dir, embeddings=None)
+    assert (recipe.settings.training.loss, recipe.settings.training.list_size) == ("pointwise", None)
+    assert recipe.settings.model["head"] == "classification"
+    assert recipe.with_settings().training.loss == "pointwise"  # a search trial's settings too
+    with pytest.raises(ValueError, match="classification trains pointwise; loss='listwise_softmax' is listwise"):
+        Recipe.prepare("bi_encoder_minilm", "sick", data_dir=data_dir, embeddings=None, loss="listwise_softmax")
+    # a ranking task keeps the preset's loss
+    ranking = settings_for_task(zoo.resolve("bi_encoder_minilm"), tasks.RankingTask(), given={})
+    assert (ranking.training.loss, ranking.training.list_size) == ("listwise_softmax", 16)
+    # without `given`, every setting counts as the user's
+    with pytest.raises(ValueError, match="classification trains pointwise"):
+        settings_for_task(zoo.resolve("bi_encoder_minilm"), recipe.task)
+
+
 def test_a_classifier_refuses_a_split_of_other_labels_or_of_the_ranking_task(sick_loaded, data_dir):
     from keras_match.datasets.catalog import load_by_name
 

@@ -105,14 +105,24 @@ def settings_for_vectors(settings: Settings, vectors, given=()) -> Settings:
     return settings.for_vectors(vectors.dim, given, vectors.source)
 
 
-def settings_for_task(settings: Settings, task) -> Settings:
-    """`settings` with the task's head (`Task.model_settings`).
+def settings_for_task(settings: Settings, task, given=None) -> Settings:
+    """`settings` with the task's head (`Task.model_settings`) and a loss the task trains with.
+
+    A preset's loss of a mode the task does not train (`bi_encoder_minilm`'s `listwise_softmax` on a
+    classification task, which trains pointwise only) gives way to the task's first mode, `pointwise`, with its
+    `list_size` unset, when the user did not name `loss`; `given` (the names the user gave) tells. With `given`
+    None every setting counts as the user's.
 
     Raises:
-        ValueError: the task cannot train with the settings' loss, or the entry reads other texts than the task's.
+        ValueError: the task cannot train with the loss the user gave, or the entry reads other texts than the
+            task's.
     """
     family = zoo.families()[settings.family]
     task.check_preprocessor(family.preprocessor_class(), settings.name)
+    loss = settings.training.loss
+    if losses.mode_of(loss) not in task.loss_modes and given is not None and "loss" not in given:
+        training = dataclasses.replace(settings.training, loss=task.loss_modes[0], list_size=None)
+        settings = dataclasses.replace(settings, training=training)
     task.check_mode(losses.mode_of(settings.training.loss), settings.training.loss)
     return settings.with_model(**task.model_settings(settings.model))
 
@@ -186,7 +196,8 @@ class Recipe:
         vectors = vectors_lib.load_vectors(embeddings) if embeddings else None
         settings_for_vectors(checked, vectors, overrides)  # a setting the vectors contradict: before the data
         dataset, task = load_training_data(data, data_dir=data_dir, train_split=train_split)
-        settings = settings_for_vectors(settings_for_task(zoo.resolve(name, **overrides), task), vectors, overrides)
+        settings = settings_for_vectors(settings_for_task(zoo.resolve(name, **overrides), task, overrides), vectors,
+                                        overrides)
         split = dataset["train"]
         if max_train_questions:
             split = split.head(max_train_questions)
@@ -199,7 +210,7 @@ class Recipe:
         """The settings of a variant: the recipe's overrides and `values` (a search trial's), with the task's
         head, checked as `prepare` checks them."""
         given = {**self.overrides, **values}
-        return settings_for_vectors(settings_for_task(zoo.resolve(self.settings.name, **given), self.task),
+        return settings_for_vectors(settings_for_task(zoo.resolve(self.settings.name, **given), self.task, given),
                                     self.vectors, given)
 
     # ---- the preprocessor, the model -----------------------------------------------------------------------
