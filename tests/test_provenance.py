@@ -40,11 +40,21 @@ def test_command_line_as_typed():
 
 
 def test_a_script_of_the_checkout_given_by_its_absolute_path_is_named_from_the_checkout_root(tmp_path):
-    script = pathlib.Path(provenance.__file__).resolve().parent.parent / "benchmarks" / "reproduce.py"
+    script = pathlib.Path(provenance.__file__).resolve().parents[2] / "benchmarks" / "reproduce.py"
+    assert script.is_file()  # the checkout's own script (this test named keras_match/benchmarks/, which is none)
     assert provenance.command_line([str(script), "ctrn", "--seeds", "1"]) == (
         "python benchmarks/reproduce.py ctrn --seeds 1")  # as ablation.py starts it, from any checkout
     elsewhere = tmp_path / "benchmarks" / "reproduce.py"
     assert provenance.command_line([str(elsewhere), "ctrn"]) == f"python {elsewhere} ctrn"
+
+
+def test_the_code_paths_are_those_of_this_checkout():
+    # from 3d1d69f (provenance.py moved into keras_match/artifacts/) to this test, the root was keras_match/, no
+    # code path matched there and every result file said dirty false
+    root = provenance._ROOT
+    assert (root / "keras_match" / "artifacts" / "provenance.py").is_file()
+    for path in provenance.CODE_PATHS:
+        assert (root / path).exists(), path
 
 
 def test_dirty_means_the_code_differs_from_its_commit_not_the_result_files(tmp_path, monkeypatch):

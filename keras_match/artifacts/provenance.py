@@ -27,7 +27,8 @@ from pathlib import Path
 REQUIRED = ("command", "code", "versions", "machine", "started", "finished")
 """The keys every provenance object has."""
 
-_ROOT = Path(__file__).resolve().parent.parent
+_ROOT = Path(__file__).resolve().parents[2]
+"""The checkout's root (this file is `keras_match/artifacts/provenance.py`): `CODE_PATHS` are relative to it."""
 
 
 def timestamp(seconds=None) -> str:
