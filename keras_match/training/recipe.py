@@ -120,10 +120,14 @@ def settings_for_task(settings: Settings, task, given=None) -> Settings:
     family = zoo.families()[settings.family]
     task.check_preprocessor(family.preprocessor_class(), settings.name)
     loss = settings.training.loss
-    if losses.mode_of(loss) not in task.loss_modes and given is not None and "loss" not in given:
+    try:
+        task.check_mode(losses.mode_of(loss), loss)
+    except ValueError:
+        if given is None or "loss" in given:
+            raise
         training = dataclasses.replace(settings.training, loss=task.loss_modes[0], list_size=None)
         settings = dataclasses.replace(settings, training=training)
-    task.check_mode(losses.mode_of(settings.training.loss), settings.training.loss)
+        task.check_mode(losses.mode_of(settings.training.loss), settings.training.loss)
     return settings.with_model(**task.model_settings(settings.model))
 
 
