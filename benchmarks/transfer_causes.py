@@ -134,25 +134,15 @@ def overlap(question_tokens, answer_tokens) -> float:
 
 # ---- rank correlations, subsets --------------------------------------------------------------------------------
 
-def _ranks(values):
-    """Average ranks (ties share their mean rank), as Spearman's rho needs."""
-    values = np.asarray(values, np.float64)
-    order = np.argsort(values, kind="stable")
-    ranks = np.empty(len(values), np.float64)
-    ranks[order] = np.arange(len(values), dtype=np.float64)
-    for value in np.unique(values):
-        tied = values == value
-        if tied.sum() > 1:
-            ranks[tied] = ranks[tied].mean()
-    return ranks
-
-
 def spearman(x, y):
-    """Spearman's rho of two sequences; None when either is constant (or shorter than 2)."""
-    x, y = _ranks(x), _ranks(y)
-    if len(x) < 2 or x.std() == 0 or y.std() == 0:
+    """Spearman's rho of two sequences (`scipy.stats.spearmanr`, ties at their mean rank); None when either is
+    constant (or shorter than 2)."""
+    from scipy import stats
+
+    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+    if len(x) < 2 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return None
-    return float(np.corrcoef(x, y)[0, 1])
+    return float(stats.spearmanr(x, y).statistic)
 
 
 def spearman_by_question(groups, x, y) -> dict:
