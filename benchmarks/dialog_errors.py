@@ -55,6 +55,24 @@ def wrong_slots(gold: str, chosen: str) -> list[str]:
     return wrong
 
 
+UPDATE_STATES = ("right", "previous value", "another value")
+
+
+def _count_update_slots(counts, previous, gold, chosen):
+    """Adds the slots of one updated API call to `counts` (`{"changed" | "unchanged": Counter}`): whether the user
+    changed the slot since the `previous` call, and whether `chosen` holds the `gold` value there, the previous
+    value, or another; nothing when `chosen` is no API call."""
+    chosen_values = chosen.split()
+    if not chosen_values or chosen_values[0] != API_CALL:
+        return
+    before, after, picked = previous.split()[1:], gold.split()[1:], chosen_values[1:]
+    for index, value in enumerate(after):
+        old = before[index] if index < len(before) else None
+        mine = picked[index] if index < len(picked) else None
+        state = "right" if mine == value else "previous value" if mine == old else "another value"
+        counts["unchanged" if old == value else "changed"][state] += 1
+
+
 def error_kinds(gold_texts, chosen_texts, dialogs, turns) -> dict:
     """Count the errors of a split by kind.
 
@@ -66,7 +84,11 @@ def error_kinds(gold_texts, chosen_texts, dialogs, turns) -> dict:
 
     Returns:
         `{"kinds": [{"kind", "turns", "wrong", "accuracy"}] (most errors first), "api_call_wrong_slots":
-        {slot: wrong API calls}, "dialogs": {"dialogs", "right_at_every_turn", "wrong_only_at_updated_api_calls",
+        {slot: wrong API calls}, "updated_api_calls_answered_with_the_previous_call": wrong updated API calls
+        whose chosen response is the dialog's previous gold API call (the call before the user's update),
+        "updated_api_call_slots": {"changed" | "unchanged": {"right" | "previous value" | "another value": slots}}
+        (every slot of every updated API call answered with an API call, by whether the user changed it since the
+        previous call and what the chosen call holds there), "dialogs": {"dialogs", "right_at_every_turn", "wrong_only_at_updated_api_calls",
         "wrong_at_an_updated_api_call"}, "wrong": [indices of the wrong turns, in dialog and turn order]}`.
 
     Raises:
@@ -78,17 +100,23 @@ def error_kinds(gold_texts, chosen_texts, dialogs, turns) -> dict:
                          f"{len(chosen_texts)}, {len(dialogs)}, {len(turns)}")
     order = sorted(range(n), key=lambda i: (str(dialogs[i]), turns[i]))
     calls_before = collections.Counter()
-    kind_of = [None] * n
+    kind_of, previous_call = [None] * n, [None] * n
+    last_call = {}
     for i in order:
         kind_of[i] = response_kind(str(gold_texts[i]), calls_before[dialogs[i]])
+        previous_call[i] = last_call.get(dialogs[i])
         if kind_of[i].startswith(API_CALL):
             calls_before[dialogs[i]] += 1
+            last_call[dialogs[i]] = str(gold_texts[i])
     totals, wrong_counts, slots = collections.Counter(), collections.Counter(), collections.Counter()
     wrong_kinds = collections.defaultdict(set)
     all_dialogs = set()
-    wrong = []
+    wrong, repeated = [], 0
+    update_slots = {"changed": collections.Counter(), "unchanged": collections.Counter()}
     for i in order:
         totals[kind_of[i]] += 1
+        if previous_call[i] is not None and kind_of[i].startswith(API_CALL):
+            _count_update_slots(update_slots, previous_call[i], str(gold_texts[i]), str(chosen_texts[i]))
         all_dialogs.add(dialogs[i])
         if str(chosen_texts[i]) != str(gold_texts[i]):
             wrong.append(i)
@@ -96,6 +124,7 @@ def error_kinds(gold_texts, chosen_texts, dialogs, turns) -> dict:
             wrong_kinds[dialogs[i]].add(kind_of[i])
             if kind_of[i].startswith(API_CALL):
                 slots.update(wrong_slots(str(gold_texts[i]), str(chosen_texts[i])))
+                repeated += str(chosen_texts[i]) == previous_call[i]
     updated = f"{API_CALL} (updated)"
     kinds = [{"kind": kind, "turns": totals[kind], "wrong": wrong_counts[kind],
               "accuracy": 1.0 - wrong_counts[kind] / totals[kind]} for kind in totals]
@@ -103,6 +132,9 @@ def error_kinds(gold_texts, chosen_texts, dialogs, turns) -> dict:
     return {
         "kinds": kinds,
         "api_call_wrong_slots": dict(slots.most_common()),
+        "updated_api_calls_answered_with_the_previous_call": repeated,
+        "updated_api_call_slots": {change: {state: counts[state] for state in UPDATE_STATES}
+                                   for change, counts in update_slots.items()},
         "dialogs": {"dialogs": len(all_dialogs), "right_at_every_turn": len(all_dialogs) - len(wrong_kinds),
                     "wrong_only_at_updated_api_calls": sum(kinds_ == {updated} for kinds_ in wrong_kinds.values()),
                     "wrong_at_an_updated_api_call": sum(updated in kinds_ for kinds_ in wrong_kinds.values())},

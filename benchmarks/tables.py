@@ -369,6 +369,59 @@ def carnn_dialog_babi():
     return "\n".join(lines)
 
 
+def _error_run(result):
+    """`carnn_dialog_i`, seed 1234, dialog-babi-task2 test: what a dialog_errors.py file scored, from its run folder's
+    name (`<entry>-<dataset>-...-s<seed>`)."""
+    folder = pathlib.Path(result["run"]).name
+    entry, seed = folder.split(f"-{result['dataset']}-")[0], folder.rsplit("-s", 1)[-1]
+    return f"`{entry}`, seed {seed}, {result['dataset']} {result['split']}"
+
+
+def carnn_dialog_errors():
+    """The wrong turns of a dialog bAbI run by the kind of their gold response (benchmarks/dialog_errors.py,
+    `carnn_dialog_babi/errors/*.json`): each kind with at least one wrong turn, the other kinds in one row, every
+    turn, then the whole dialogs (right at every turn: per-dialog accuracy) and how many of the others are wrong
+    only at updated API calls."""
+    lines = ["| run | gold response | turns | wrong | accuracy |", "|---|---|---|---|---|"]
+    for path in _files("carnn_dialog_babi/errors/*.json"):
+        result = _read_json(path)
+        run = _error_run(result)
+        kinds = result["kinds"]
+        right = [kind for kind in kinds if not kind["wrong"]]
+        for kind in kinds:
+            if kind["wrong"]:
+                lines.append(f"| {run} | `{kind['kind']}` | {kind['turns']:,} | {kind['wrong']:,} | "
+                             f"{kind['accuracy']:.3f} |")
+        if right:
+            lines.append(f"| {run} | the other {len(right)} responses | {sum(k['turns'] for k in right):,} | 0 | "
+                         "1.000 |")
+        turns, wrong = sum(k["turns"] for k in kinds), sum(k["wrong"] for k in kinds)
+        lines.append(f"| {run} | every turn | {turns:,} | {wrong:,} | {1 - wrong / turns:.3f} |")
+        dialogs = result["dialogs"]
+        count, perfect = dialogs["dialogs"], dialogs["right_at_every_turn"]
+        lines.append(f"| {run} | whole dialogs (wrong only at an updated `api_call`: "
+                     f"{dialogs['wrong_only_at_updated_api_calls']:,}) | {count:,} | {count - perfect:,} | "
+                     f"{perfect / count:.3f} |")
+    return "\n".join(lines)
+
+
+def carnn_dialog_update_slots():
+    """The slots of a dialog bAbI run's updated API calls (benchmarks/dialog_errors.py, `carnn_dialog_babi/errors/*.json`):
+    the slots the user changed since the previous call and the others, by what the chosen call holds there (the
+    new value, the previous one, another); calls answered with no API call are not counted."""
+    lines = ["| run | slots of the updated API calls | slots | right | previous value | another value |",
+             "|---|---|---|---|---|---|"]
+    for path in _files("carnn_dialog_babi/errors/*.json"):
+        result = _read_json(path)
+        run = _error_run(result)
+        for change, counts in result["updated_api_call_slots"].items():
+            total = sum(counts.values())
+            shares = " | ".join(f"{counts[state]:,} ({counts[state] / total:.3f})" if total else "0"
+                                for state in ("right", "previous value", "another value"))
+            lines.append(f"| {run} | {change} by the user | {total:,} | {shares} |")
+    return "\n".join(lines)
+
+
 def contextual_lm():
     """The contextual language model of the CARNN paper (section 4.2) against the same model without context and a
     plain LSTM LM, on dialog bAbI task 6's utterances (benchmarks/contextual_lm.py, `contextual_lm/*.json`): test
@@ -750,6 +803,8 @@ TABLES = {
     "iwan-trecqa": iwan_trecqa,
     "carnn-dialog-task6": carnn_dialog_task6,
     "carnn-dialog-babi": carnn_dialog_babi,
+    "carnn-dialog-errors": carnn_dialog_errors,
+    "carnn-dialog-update-slots": carnn_dialog_update_slots,
     "contextual-lm": contextual_lm,
     "shipped-presets": shipped_presets,
     "precision-steps": precision_steps,

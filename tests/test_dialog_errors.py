@@ -35,6 +35,17 @@ def test_errors_are_counted_by_kind_with_updated_api_calls_apart(errors):
     kinds = {row["kind"]: (row["turns"], row["wrong"]) for row in counted["kinds"]}
     assert kinds == {"hello": (2, 0), "api_call (first)": (3, 1), "api_call (updated)": (2, 1)}
     assert counted["api_call_wrong_slots"] == {"price": 1, "location": 1}
+    assert counted["updated_api_calls_answered_with_the_previous_call"] == 0  # a's wrong update names another price
+    # dialog d: the updated call answered with the call before the update (the user's change ignored)
+    stale = rows + [("d", 1, "api_call thai paris four cheap", "api_call thai paris four cheap"),
+                    ("d", 2, "api_call thai rome four cheap", "api_call thai paris four cheap")]
+    with_d = errors.error_kinds(*[list(column) for column in zip(*[(g, c, d, t) for d, t, g, c in stale])])
+    assert with_d["updated_api_calls_answered_with_the_previous_call"] == 1
+    # a: price changed (expensive -> cheap), moderate chosen; c: party size changed, right; d: location changed,
+    # the previous value chosen; every unchanged slot right
+    assert with_d["updated_api_call_slots"] == {
+        "changed": {"right": 1, "previous value": 1, "another value": 1},
+        "unchanged": {"right": 9, "previous value": 0, "another value": 0}}
     assert counted["dialogs"] == {"dialogs": 3, "right_at_every_turn": 1, "wrong_only_at_updated_api_calls": 1,
                                   "wrong_at_an_updated_api_call": 1}
     assert counted["wrong"] == [1, 3]  # dialog a's turn 3, dialog b's turn 1
