@@ -422,6 +422,34 @@ def carnn_dialog_update_slots():
     return "\n".join(lines)
 
 
+def carnn_dialog_history():
+    """What the dialog preprocessor's `max_turns` cut drops from dialog bAbI task 6's histories
+    (benchmarks/dialog_history.py, `carnn_dialog_task6/history/cuts.json`): per split and cut, the share of
+    responses whose history is cut, whose cut drops a user utterance, and whose cut drops a KB line."""
+    result = _read_json(_files("carnn_dialog_task6/history/cuts.json")[0])
+    lines = ["| split | responses | max_turns | history cut | cut drops a user text | cut drops a KB line |",
+             "|---|---|---|---|---|---|"]
+    for split, counted in result["splits"].items():
+        for cut in counted["cuts"]:
+            turns = "none" if cut["max_turns"] is None else cut["max_turns"]
+            lines.append(f"| {split} | {counted['responses']:,} | {turns} | {cut['cut']:.3f} | "
+                         f"{cut['cut_drops_a_user_text']:.3f} | {cut['cut_drops_a_kb_line']:.3f} |")
+    return "\n".join(lines)
+
+
+def carnn_dialog_history_lengths():
+    """Dialog bAbI task 6's history lengths in texts, every text and without the KB lines
+    (benchmarks/dialog_history.py, `carnn_dialog_task6/history/cuts.json`)."""
+    result = _read_json(_files("carnn_dialog_task6/history/cuts.json")[0])
+    lines = ["| split | texts | mean | p50 | p90 | p99 | longest |", "|---|---|---|---|---|---|---|"]
+    for split, counted in result["splits"].items():
+        for kind, label in (("texts", "every text"), ("texts_without_kb_lines", "without KB lines")):
+            d = counted["history"][kind]
+            lines.append(f"| {split} | {label} | {d['mean']:.1f} | {d['p50']:.0f} | {d['p90']:.0f} | {d['p99']:.0f} | "
+                         f"{d['max']} |")
+    return "\n".join(lines)
+
+
 def contextual_lm():
     """The contextual language model of the CARNN paper (section 4.2) against the same model without context and a
     plain LSTM LM, on dialog bAbI task 6's utterances (benchmarks/contextual_lm.py, `contextual_lm/*.json`): test
@@ -803,6 +831,8 @@ TABLES = {
     "iwan-trecqa": iwan_trecqa,
     "carnn-dialog-task6": carnn_dialog_task6,
     "carnn-dialog-babi": carnn_dialog_babi,
+    "carnn-dialog-history": carnn_dialog_history,
+    "carnn-dialog-history-lengths": carnn_dialog_history_lengths,
     "carnn-dialog-errors": carnn_dialog_errors,
     "carnn-dialog-update-slots": carnn_dialog_update_slots,
     "contextual-lm": contextual_lm,
