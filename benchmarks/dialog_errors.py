@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import argparse
 import collections
-import json
 import pathlib
 import sys
 import time
 
 import numpy as np
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import summarize  # noqa: E402  (benchmarks/summarize.py)
 
 API_CALL = "api_call"
 SLOTS = ("cuisine", "location", "party_size", "price")
@@ -184,8 +186,6 @@ def main(argv=None) -> int:
     parser.add_argument("--examples", type=int, default=10, help="wrong turns kept with their history")
     parser.add_argument("--out", type=pathlib.Path, required=True, help="the JSON file to write")
     args = parser.parse_args(argv)
-    from keras_match import training
-    from keras_match.artifacts import provenance
     from keras_match.datasets.catalog import load_by_name
 
     started = time.time()
@@ -195,15 +195,8 @@ def main(argv=None) -> int:
     except (OSError, ValueError) as error:
         print(f"dialog_errors: {error}", file=sys.stderr)
         return 1
-    result = {"run": str(args.run), "dataset": args.dataset, "split": args.split, **result,
-              "provenance": provenance.collect(started, dataset=args.dataset,
-                                               data_files=training.data_files(dataset))}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    partial = args.out.with_suffix(".partial")
-    partial.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
-    partial.replace(args.out)
-    print(json.dumps(result, indent=1))
-    return 0
+    return summarize.write_dataset_result("dialog_errors", args.out, {
+        "run": str(args.run), "dataset": args.dataset, "split": args.split, **result}, started, args.dataset, dataset)
 
 
 if __name__ == "__main__":

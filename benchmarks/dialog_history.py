@@ -14,12 +14,14 @@ history lengths (mean, percentiles, longest) with and without the KB lines. Trai
 from __future__ import annotations
 
 import argparse
-import json
 import pathlib
 import sys
 import time
 
 import numpy as np
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import summarize  # noqa: E402  (benchmarks/summarize.py)
 
 SPEAKERS = ("user", "bot", "kb")
 PERCENTILES = (50, 90, 99)
@@ -82,8 +84,6 @@ def main(argv=None) -> int:
     if any(value < 1 for value in args.max_turns):
         print(f"dialog_history: --max-turns must be integers >= 1, got {args.max_turns}", file=sys.stderr)
         return 2
-    from keras_match import training
-    from keras_match.artifacts import provenance
     from keras_match.datasets.catalog import load_by_name
 
     started = time.time()
@@ -93,15 +93,8 @@ def main(argv=None) -> int:
     except (OSError, KeyError, ValueError) as error:
         print(f"dialog_history: {error}", file=sys.stderr)
         return 1
-    result = {"dataset": args.dataset, "max_turns": args.max_turns, "splits": splits,
-              "provenance": provenance.collect(started, dataset=args.dataset,
-                                               data_files=training.data_files(dataset))}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    partial = args.out.with_suffix(".partial")
-    partial.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
-    partial.replace(args.out)
-    print(json.dumps(result, indent=1))
-    return 0
+    return summarize.write_dataset_result("dialog_history", args.out, {
+        "dataset": args.dataset, "max_turns": args.max_turns, "splits": splits}, started, args.dataset, dataset)
 
 
 if __name__ == "__main__":

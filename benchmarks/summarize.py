@@ -33,6 +33,47 @@ def figures_on(run, split):
     return run.get(split) or (run.get("transfer") or {}).get(split) or {}
 
 
+def write_result(path, result) -> None:
+    """Writes a benchmark script's JSON `result` to `path` (its folder made; all or nothing: `storage.write_text`)
+    and prints it.
+
+    Raises:
+        keras_match.artifacts.storage.WriteError (an OSError): the file cannot be written; `path` is as it was.
+    """
+    import pathlib
+
+    from keras_match.artifacts import storage
+
+    text = json.dumps(result, indent=1) + "\n"
+    path = pathlib.Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise storage.WriteError(f"cannot make {path.parent}: {storage.describe_os_error(error)}") from None
+    storage.write_text(path, text)
+    print(text, end="")
+
+
+def write_dataset_result(script, path, result, started, name, dataset) -> int:
+    """`result` with the provenance of a script that read dataset `name` (`dataset`, loaded) since `started` (a
+    `time.time()`), written to `path` and printed (`write_result`).
+
+    Returns:
+        0, or 1 with one line on stderr naming `script` when the file cannot be written.
+    """
+    from keras_match import training
+    from keras_match.artifacts import provenance
+
+    result = dict(result, provenance=provenance.collect(started, dataset=name,
+                                                        data_files=training.data_files(dataset)))
+    try:
+        write_result(path, result)
+    except OSError as error:
+        print(f"{script}: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
 class ProvenanceError(Exception):
     """A result file without its provenance."""
 

@@ -66,3 +66,9 @@ def test_the_command_writes_every_split_with_provenance_and_refuses_a_bad_cut(hi
     assert history.main(["--dataset", "dialog-babi-task1", "--splits", "nosuch", "--data-dir", str(data_dir),
                          "--out", str(tmp_path / "bad.json")]) == 1
     assert "no split 'nosuch'" in capsys.readouterr().err and not (tmp_path / "bad.json").exists()
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    assert history.main(["--dataset", "dialog-babi-task1", "--splits", "dev", "--data-dir", str(data_dir),
+                         "--out", str(blocker / "cuts.json")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("dialog_history: cannot make") and "a-file" in err and len(err.splitlines()) == 1
