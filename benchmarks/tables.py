@@ -450,6 +450,14 @@ def carnn_dialog_history_lengths():
     return "\n".join(lines)
 
 
+def _speaker_accuracy(accuracy, alpha):
+    """The eq. 12 speaker accuracy cell: `–` without a speaker head; with alpha 1 (eq. 13 without its label term, the
+    paper's "w/o latent") the head is built but nothing trains it, so its figure is not shown."""
+    if accuracy is None:
+        return "–"
+    return "– (head not trained: alpha 1)" if alpha == 1 else f"{accuracy:.3f}"
+
+
 def contextual_lm():
     """The contextual language model of the CARNN paper (section 4.2) against the same model without context and a
     plain LSTM LM, on dialog bAbI task 6's utterances (benchmarks/contextual_lm.py, `contextual_lm/*.json`): test
@@ -473,7 +481,7 @@ def contextual_lm():
         lines.append(f"| `{result['model']}`{part} | {unit} | {'–' if alpha is None else alpha} | {settings['hidden']} | "
                      f"{settings.get('seed', 0)} | {parameters['trainable']:,} ({parameters.get('unused', 0):,}) | "
                      f"{len(result['epochs'])} ({result['best_epoch']}) | {result['dev_perplexity']:.2f} | "
-                     f"{result['test_perplexity']:.2f} | {'–' if accuracy is None else f'{accuracy:.3f}'} | "
+                     f"{result['test_perplexity']:.2f} | {_speaker_accuracy(accuracy, alpha)} | "
                      f"{seconds:.0f} |")
     return "\n".join(lines)
 
