@@ -23,7 +23,6 @@ import numpy as np
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import summarize  # noqa: E402  (benchmarks/summarize.py)
 
-SPEAKERS = ("user", "bot", "kb")
 PERCENTILES = (50, 90, 99)
 
 
