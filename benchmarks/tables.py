@@ -423,17 +423,26 @@ def carnn_dialog_update_slots():
 
 
 def carnn_dialog_history():
-    """What the dialog preprocessor's `max_turns` cut drops from dialog bAbI task 6's histories
-    (benchmarks/dialog_history.py, `carnn_dialog_task6/history/cuts.json`): per split and cut, the share of
-    responses whose history is cut, whose cut drops a user utterance, and whose cut drops a KB line."""
+    """What the dialog preprocessor's history cut drops from dialog bAbI task 6's histories
+    (benchmarks/dialog_history.py, `carnn_dialog_task6/history/cuts.json`): per split, `history_cut` (`oldest`:
+    the last `max_turns` texts; `kb_first`: the utterances, then the latest KB lines) and `max_turns`, the share of
+    responses whose history is cut, whose cut drops a user utterance, and whose cut drops a KB line. The
+    no-cut row (`max_turns` none) is given once per split."""
     result = _read_json(_files("carnn_dialog_task6/history/cuts.json")[0])
-    lines = ["| split | responses | max_turns | history cut | cut drops a user text | cut drops a KB line |",
-             "|---|---|---|---|---|---|"]
+    lines = ["| split | responses | history_cut | max_turns | history cut | cut drops a user text | "
+             "cut drops a KB line |", "|---|---|---|---|---|---|---|"]
     for split, counted in result["splits"].items():
+        uncut = None
         for cut in counted["cuts"]:
-            turns = "none" if cut["max_turns"] is None else cut["max_turns"]
-            lines.append(f"| {split} | {counted['responses']:,} | {turns} | {cut['cut']:.3f} | "
-                         f"{cut['cut_drops_a_user_text']:.3f} | {cut['cut_drops_a_kb_line']:.3f} |")
+            if cut["max_turns"] is None:
+                uncut = cut
+                continue
+            lines.append(f"| {split} | {counted['responses']:,} | {cut.get('history_cut', 'oldest')} | "
+                         f"{cut['max_turns']} | {cut['cut']:.3f} | {cut['cut_drops_a_user_text']:.3f} | "
+                         f"{cut['cut_drops_a_kb_line']:.3f} |")
+        if uncut is not None:
+            lines.append(f"| {split} | {counted['responses']:,} | – | none | {uncut['cut']:.3f} | "
+                         f"{uncut['cut_drops_a_user_text']:.3f} | {uncut['cut_drops_a_kb_line']:.3f} |")
     return "\n".join(lines)
 
 

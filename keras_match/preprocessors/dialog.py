@@ -2,12 +2,14 @@
 candidate set encoded once for the model (Tran et al., NAACL 2018, section 4.1).
 
 `DialogPreprocessor` reads the texts of a response-selection example (`keras_match.tasks.ResponseSelectionTask`):
-`{"history": tf.string [batch, turns], "context": tf.string [batch]}`. The history keeps its LAST `max_turns`
-turns (the real ones: a row's padding `""` at its end is not a turn), each cut to `max_turn_length` tokens; the
-context (the last user utterance) is cut to `max_context_length` tokens. The candidate responses are not an input:
-they are the task's fixed set, given once to `from_training` (the training texts' `candidates` column, whose
-rows are all the same set), saved as the asset `candidates.txt` beside `vocabulary.txt`, and handed to the builder
-as `candidate_ids` (int32 `[C, Lc]`, `model_arguments()`), which the model keeps as a constant.
+`{"history": tf.string [batch, turns], "context": tf.string [batch]}`. The history keeps `max_turns` of its turns
+(the real ones: a row's padding `""` at its end is not a turn), each cut to `max_turn_length` tokens: the last ones
+(`history_cut="oldest"`), or every utterance before any KB line (`history_cut="kb_first"`: the oldest KB lines go
+first, see `kept_turns`); the context (the last user utterance) is cut to `max_context_length` tokens. The
+candidate responses are not an input: they are the task's fixed set, given once to `from_training` (the training
+texts' `candidates` column, whose rows are all the same set), saved as the asset `candidates.txt` beside
+`vocabulary.txt`, and handed to the builder as `candidate_ids` (int32 `[C, Lc]`, `model_arguments()`), which the
+model keeps as a constant.
 """
 
 from __future__ import annotations
@@ -29,12 +31,28 @@ from keras_match.artifacts import storage
 from keras_match.preprocessors.pair import VocabularyPreprocessor
 from keras_match.preprocessors.pair import positive_lengths
 from keras_match.settings import POSITIVE_INT
+from keras_match.settings import Rule
 from keras_match.settings import PreprocessingSettings
 
-__all__ = ["VOCABULARY_FILE", "CANDIDATES_FILE", "DialogSettings", "DialogPreprocessor", "read_candidates_file"]
+__all__ = ["VOCABULARY_FILE", "CANDIDATES_FILE", "HISTORY_CUTS", "DialogSettings", "DialogPreprocessor",
+           "is_kb_line", "kept_turns", "read_candidates_file"]
 
 VOCABULARY_FILE = "vocabulary.txt"
 CANDIDATES_FILE = "candidates.txt"
+
+HISTORY_CUTS = ("oldest", "kb_first")
+"""What a history longer than `max_turns` loses first: `"oldest"` its oldest texts (it keeps the last
+`max_turns`), `"kb_first"` its oldest KB lines (it keeps every utterance that fits, then the latest KB lines)."""
+
+KB_FACT = r"[^ \t]+ R_[A-Za-z_]+ .*"
+"""A dialog bAbI KB fact, `entity R_attribute value` (`keras_match.datasets.dialog_babi`)."""
+
+API_CALL = r"api_call .*"
+"""A bot's API call; task 6's calls can hold slot names (`api_call R_cuisine west moderate`), so a text that
+matches `KB_FACT` is a KB line only when it does not match this."""
+
+NO_RESULT = "api_call no result"
+"""Task 6's KB line for an API call that found nothing."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,7 +60,10 @@ class DialogSettings(PreprocessingSettings):
     """The preprocessing settings of a dialog model (`PreprocessingSettings` plus these).
 
     Attributes:
-        max_turns: history turns kept per example: the last ones (the nearest the response).
+        max_turns: history turns kept per example: the last ones (the nearest the response), or, with
+            `history_cut="kb_first"`, every utterance that fits and then the latest KB lines.
+        history_cut: what a longer history loses first, one of `HISTORY_CUTS`: `"oldest"` (its oldest texts) or
+            `"kb_first"` (its oldest KB lines).
         max_turn_length: tokens kept of each history turn (its first ones).
         max_context_length: tokens kept of the last user utterance.
         max_candidate_length: tokens kept of each candidate response.
@@ -51,12 +72,14 @@ class DialogSettings(PreprocessingSettings):
     RULES: typing.ClassVar[dict] = {
         **PreprocessingSettings.RULES,
         "max_turns": POSITIVE_INT,
+        "history_cut": Rule(lambda v: v in HISTORY_CUTS, "one of " + ", ".join(HISTORY_CUTS)),
         "max_turn_length": POSITIVE_INT,
         "max_context_length": POSITIVE_INT,
         "max_candidate_length": POSITIVE_INT,
     }
 
     max_turns: int = 20
+    history_cut: str = "oldest"
     max_turn_length: int = 20
     max_context_length: int = 20
     max_candidate_length: int = 20
@@ -123,6 +146,64 @@ def last_turns(history, max_turns):
     return tf.where(real, taken, tf.fill(tf.shape(taken), ""))
 
 
+def is_kb_line(texts):
+    """Which texts are dialog bAbI KB lines: a KB fact (`KB_FACT`, `entity R_attribute value`) that is not an API
+    call (`API_CALL`), or `NO_RESULT`. On every text of the six tasks' files (every split) this agrees with the
+    files' own structure (a line without a tab), which the texts of a history no longer carry.
+
+    Args:
+        texts: `tf.string` of any shape.
+
+    Returns:
+        `tf.bool` of the same shape.
+    """
+    texts = tf.convert_to_tensor(texts, tf.string)
+    fact = tf.strings.regex_full_match(texts, KB_FACT) & tf.logical_not(tf.strings.regex_full_match(texts, API_CALL))
+    return fact | tf.equal(texts, NO_RESULT)
+
+
+def kept_turns(history, max_turns, cut="oldest"):
+    """The `max_turns` real turns of each history row a cut keeps, in dialog order, left-aligned and padded with
+    `""` (`last_turns` says what a real turn is).
+
+    `cut="oldest"` keeps the last `max_turns` turns (`last_turns`). `cut="kb_first"` keeps the last
+    `min(u, max_turns)` of the row's `u` utterances (user and bot texts: every text that is not a KB line,
+    `is_kb_line`), and its last `max(max_turns - u, 0)` KB lines: a history loses its oldest KB lines before any
+    utterance, and loses an utterance only when it has more than `max_turns` of them.
+
+    Args:
+        history: `tf.string` `[batch, turns]` (any number of columns, 0 included).
+        max_turns: int >= 1.
+        cut: one of `HISTORY_CUTS`.
+
+    Returns:
+        `tf.string` `[batch, max_turns]`.
+
+    Raises:
+        ValueError: `cut` is not one of `HISTORY_CUTS`.
+    """
+    if cut not in HISTORY_CUTS:
+        raise ValueError(f"history_cut={cut!r}: must be one of {', '.join(HISTORY_CUTS)}")
+    if cut == "oldest":
+        return last_turns(history, max_turns)
+    history = tf.convert_to_tensor(history, tf.string)
+    batch = tf.shape(history)[0]
+    history = tf.concat([history, tf.fill([batch, max_turns], "")], axis=1)  # at least max_turns columns
+    width = tf.shape(history)[1]
+    positions = tf.range(1, width + 1)[None, :]
+    count = tf.reduce_max(tf.where(tf.strings.length(history) > 0, positions, 0), axis=1)  # real turns per row
+    real = positions <= count[:, None]
+    kb = is_kb_line(history) & real
+    utterance = real & tf.logical_not(kb)
+    later_utterances = tf.cumsum(tf.cast(utterance, tf.int32), axis=1, exclusive=True, reverse=True)
+    later_kb_lines = tf.cumsum(tf.cast(kb, tf.int32), axis=1, exclusive=True, reverse=True)
+    kb_slots = tf.maximum(max_turns - tf.reduce_sum(tf.cast(utterance, tf.int32), axis=1), 0)
+    keep = (utterance & (later_utterances < max_turns)) | (kb & (later_kb_lines < kb_slots[:, None]))
+    order = tf.argsort(tf.where(keep, positions, positions + width), axis=1, stable=True)[:, :max_turns]
+    taken = tf.gather(history, order, batch_dims=1)
+    return tf.where(tf.gather(keep, order, batch_dims=1), taken, tf.fill(tf.shape(taken), ""))
+
+
 @keras.saving.register_keras_serializable(package="keras_match")
 class DialogPreprocessor(VocabularyPreprocessor):
     """Maps dialog turns (history, last user utterance) to a response-selection model's token ids, and holds the
@@ -139,7 +220,8 @@ class DialogPreprocessor(VocabularyPreprocessor):
     Returns:
         `keras.utils.pack_x_y_sample_weight(inputs, y, sample_weight)` with `inputs`
         `{"history": int32 [batch, max_turns, max_turn_length], "context": int32 [batch, max_context_length]}`:
-        each row's last `max_turns` real turns, in dialog order from the first column (later columns padding:
+        the `max_turns` real turns `kept_turns` keeps of each row (its last ones, or with `history_cut="kb_first"`
+        its utterances before its KB lines), in dialog order from the first column (later columns padding:
         all-zero rows), each turn's first `max_turn_length` tokens; the context's first `max_context_length`.
 
     Args:
@@ -147,10 +229,13 @@ class DialogPreprocessor(VocabularyPreprocessor):
         candidates: the candidate response texts, in the task's order (the model's output columns), or None
             (`load_assets`).
         max_turns, max_turn_length, max_context_length, max_candidate_length: ints >= 1 (`DialogSettings`).
+        history_cut: what a history longer than `max_turns` loses first: `"oldest"` (its oldest texts) or
+            `"kb_first"` (its oldest KB lines; `kept_turns`).
         lowercase: lower-case texts before tokenizing.
 
     Raises:
-        ValueError: a length is not a positive integer; an empty candidate set or an empty / multi-line candidate;
+        ValueError: a length is not a positive integer; `history_cut` is not one of `HISTORY_CUTS`; an empty
+            candidate set or an empty / multi-line candidate;
             the layer is used before it has a vocabulary and candidates; `x` lacks `history` or `context`.
     """
 
@@ -162,11 +247,14 @@ class DialogPreprocessor(VocabularyPreprocessor):
     VOCABULARY_FILE = VOCABULARY_FILE
 
     def __init__(self, vocabulary=None, candidates=None, max_turns=20, max_turn_length=20, max_context_length=20,
-                 max_candidate_length=20, lowercase=True, **kwargs):
+                 max_candidate_length=20, lowercase=True, history_cut="oldest", **kwargs):
         super().__init__(**kwargs)
         lengths = positive_lengths(max_turns=max_turns, max_turn_length=max_turn_length,
                                    max_context_length=max_context_length, max_candidate_length=max_candidate_length)
         self.max_turns, self.max_turn_length, self.max_context_length, self.max_candidate_length = lengths
+        if history_cut not in HISTORY_CUTS:
+            raise ValueError(f"history_cut={history_cut!r}: must be one of {', '.join(HISTORY_CUTS)}")
+        self.history_cut = history_cut
         self.lowercase = bool(lowercase)
         self.encoder = None
         self.candidates = None
@@ -261,7 +349,8 @@ class DialogPreprocessor(VocabularyPreprocessor):
         encoder = text.TextEncoder.build(documents, extra_words=extra_words, lowercase=settings.lowercase)
         return cls(encoder, candidates, max_turns=settings.max_turns, max_turn_length=settings.max_turn_length,
                    max_context_length=settings.max_context_length,
-                   max_candidate_length=settings.max_candidate_length, lowercase=settings.lowercase)
+                   max_candidate_length=settings.max_candidate_length, lowercase=settings.lowercase,
+                   history_cut=settings.history_cut)
 
     # ---- the declared schema ----------------------------------------------------------------------------------
 
@@ -298,6 +387,7 @@ class DialogPreprocessor(VocabularyPreprocessor):
         return {
             **super().describe(),
             "max_turns": self.max_turns,
+            "history_cut": self.history_cut,
             "max_turn_length": self.max_turn_length,
             "max_context_length": self.max_context_length,
             "max_candidate_length": self.max_candidate_length,
@@ -322,7 +412,8 @@ class DialogPreprocessor(VocabularyPreprocessor):
     def call(self, x, y=None, sample_weight=None):
         self._check_ready()
         self.check_texts(x)
-        history = last_turns(text.as_string_batch(x["history"], rank=2, name="history"), self.max_turns)  # [batch, max_turns]
+        history = kept_turns(text.as_string_batch(x["history"], rank=2, name="history"), self.max_turns,
+                             self.history_cut)  # [batch, max_turns]
         ids = self.encoder.encode(tf.reshape(history, [-1]), self.max_turn_length)
         inputs = {
             "history": tf.reshape(ids, [-1, self.max_turns, self.max_turn_length]),
@@ -336,7 +427,8 @@ class DialogPreprocessor(VocabularyPreprocessor):
         config = super().get_config()
         config.update(max_turns=self.max_turns, max_turn_length=self.max_turn_length,
                       max_context_length=self.max_context_length, max_candidate_length=self.max_candidate_length,
-                      lowercase=self.lowercase, vocabulary=None, candidates=None)  # both are assets
+                      lowercase=self.lowercase, history_cut=self.history_cut, vocabulary=None,
+                      candidates=None)  # both are assets
         return config
 
     def save_assets(self, dir_path):
