@@ -21,6 +21,13 @@ markdown table instead of measuring (a file without provenance is refused):
     python benchmarks/precision.py > benchmarks/results/precision/steps.json
     python benchmarks/precision.py mcan_fm --rounds 3 --steps 5
     python benchmarks/precision.py --table benchmarks/results/precision/steps.json
+
+`--set KEY=VALUE` (repeatable, as `keras-match train --set`) changes a setting of every entry measured; the
+result's key is then the entry and its settings (`carnn_dialog_n units=1024`), its `settings` the overrides. The
+CARNN dialog model at the paper's width (issue 58):
+
+    for units in 256 512 1024; do python benchmarks/precision.py carnn_dialog_n --set units=$units \
+        --rounds 2 --steps 3 > benchmarks/results/precision/carnn_dialog_n-units$units.json; done
 """
 
 from __future__ import annotations
@@ -83,7 +90,15 @@ def _serving_latency(run, precision, question, candidates, requests):
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def measure(name, dataset_name, data_dir, rounds, steps, warmup, requests, seed):
+def _preset_dataset(name):
+    """The dataset an entry's preset names (`keras_match.zoo.describe`), else trecqa-clean."""
+    from keras_match import zoo
+
+    dataset = zoo.describe(name).get("dataset")
+    return dataset if isinstance(dataset, str) else "trecqa-clean"
+
+
+def measure(name, dataset_name, data_dir, rounds, steps, warmup, requests, seed, overrides=None):
     import math
 
     import keras
@@ -94,7 +109,7 @@ def measure(name, dataset_name, data_dir, rounds, steps, warmup, requests, seed)
     from keras_match.training.recipe import Recipe
 
     keras.utils.set_random_seed(seed)
-    recipe = Recipe.prepare(name, dataset_name, data_dir=data_dir, seed=seed)
+    recipe = Recipe.prepare(name, dataset_name, data_dir=data_dir, seed=seed, **(overrides or {}))
     examples = recipe.train_examples
     preprocessor = recipe.preprocessor()
     embeddings, _ = recipe.embeddings(preprocessor)
@@ -125,6 +140,7 @@ def measure(name, dataset_name, data_dir, rounds, steps, warmup, requests, seed)
     step_ms = {kind: round(1000 * _median(values), 2) for kind, values in seconds.items()}
     result = {
         "dataset": dataset_name,
+        "settings": dict(overrides or {}),
         "loss_mode": recipe.mode,
         "batch_size": recipe.settings.training.batch_size,
         "step_ms": step_ms,
@@ -183,7 +199,8 @@ def table(results, where="results") -> str:
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("entries", nargs="*", help=f"zoo entries (default {', '.join(ENTRIES)})")
-    parser.add_argument("--dataset", default=None, help="one dataset for every entry (default each entry's own)")
+    parser.add_argument("--dataset", default=None, help="one dataset for every entry (default each entry's own: "
+                        "ENTRIES', else its preset's)")
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=5)
@@ -191,32 +208,45 @@ def main(argv=None):
                         "length-bucketed batches have several shapes)")
     parser.add_argument("--requests", type=int, default=30)
     parser.add_argument("--seed", type=int, default=1234)
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a setting of every entry measured (VALUE is JSON or, for a text setting, a word)")
     parser.add_argument("--table", default=None, metavar="FILE", help="print FILE as a table instead of measuring")
     parser.add_argument("--one", default=None, help=argparse.SUPPRESS)  # a child process: one entry
     args = parser.parse_args(argv)
     if args.table:
         provenance.print_table(args.table, table)
         return 0
+    from keras_match.cli.commands import _parse_settings
+
+    names = args.entries or ([args.one] if args.one else list(ENTRIES))
+    try:
+        overrides = {name: _parse_settings(name, args.set) for name in names}
+    except ValueError as error:
+        print(f"precision: {error}", file=sys.stderr)
+        return 2
     if args.one:
         result = measure(args.one, args.dataset, args.data_dir, args.rounds, args.steps, args.warmup, args.requests,
-                         args.seed)
+                         args.seed, overrides[args.one])
         print(json.dumps(result))
         return 0
     started, load_start = time.time(), os.getloadavg()
     entries = {}
-    for name in args.entries or list(ENTRIES):
-        dataset = args.dataset or ENTRIES.get(name, "trecqa-clean")
+    for name in names:
+        dataset = args.dataset or ENTRIES.get(name) or _preset_dataset(name)
+        key = " ".join([name] + args.set)
         command = [sys.executable, __file__, "--one", name, "--dataset", dataset, "--rounds", str(args.rounds),
                    "--steps", str(args.steps), "--warmup", str(args.warmup), "--requests", str(args.requests),
                    "--seed", str(args.seed)] + (["--data-dir", args.data_dir] if args.data_dir else [])
-        print(f"{name} on {dataset} ...", file=sys.stderr, flush=True)
+        command += [f"--set={item}" for item in args.set]
+        print(f"{key} on {dataset} ...", file=sys.stderr, flush=True)
         done = subprocess.run(command, capture_output=True, text=True)
         if done.returncode != 0:
             lines = done.stderr.strip().splitlines()
-            entries[name] = {"dataset": dataset, "error": lines[-1] if lines else f"exit {done.returncode}"}
+            entries[key] = {"dataset": dataset, "settings": overrides[name],
+                            "error": lines[-1] if lines else f"exit {done.returncode}"}
         else:
-            entries[name] = json.loads(done.stdout.strip().splitlines()[-1])
-        print(f"  {json.dumps({k: v for k, v in entries[name].items() if k != 'data_files'})}", file=sys.stderr,
+            entries[key] = json.loads(done.stdout.strip().splitlines()[-1])
+        print(f"  {json.dumps({k: v for k, v in entries[key].items() if k != 'data_files'})}", file=sys.stderr,
               flush=True)
     print(json.dumps({"entries": entries, "provenance": provenance.collect(
         started, seed=args.seed, rounds=args.rounds, steps=args.steps, warmup=args.warmup, requests=args.requests,
