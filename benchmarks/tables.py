@@ -446,6 +446,36 @@ def carnn_dialog_history():
     return "\n".join(lines)
 
 
+def carnn_dialog_task6_history():
+    """Issue 58: nCARNN on dialog bAbI task 6 with the history cut changed (`benchmarks/ablations/
+    carnn_dialog_task6_history.json`), beside row 0 of `carnn_dialog_task6.json` (the presets' cut, the same entry,
+    settings and seeds), with each row's test per-response accuracy minus row 0's, paired by seed."""
+    from summarize import cell
+
+    baseline = _plan_row_groups("carnn_dialog_task6")[0]
+    base_runs = [run for group in baseline[1].values() for run in group["runs"]]
+    lines = ["| row | history_cut | max_turns | seeds | dev per-response | test per-response | test per-dialog | "
+             "test per-response minus the presets' cut (paired seeds) | epochs | wall s |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+
+    def line(label, cut, turns, runs, paired):
+        return (f"| {label} | {cut} | {turns} | {_seeds(runs)} | {_mean(runs, 'dev', 'per_response_accuracy')} | "
+                f"{_mean(runs, 'test', 'per_response_accuracy')} | {_mean(runs, 'test', 'per_dialog_accuracy')} | "
+                f"{paired} | {cell([r['epochs_run'] for r in runs], 1)} | {_wall(runs)} |")
+
+    lines.append(line(baseline[0]["label"], "oldest", 30, base_runs, "–"))
+    for row, groups in _plan_row_groups("carnn_dialog_task6_history"):
+        settings = row.get("set", {})
+        cut, turns = settings.get("history_cut", "oldest"), settings.get("max_turns", 30)
+        runs = [run for group in groups.values() for run in group["runs"]]
+        if not runs:
+            lines.append(f"| {row['label']} | {cut} | {turns} | not run yet |" + " – |" * 6)
+            continue
+        difference, seeds = _paired(runs, base_runs, figure="per_response_accuracy")
+        lines.append(line(row["label"], cut, turns, runs, difference if seeds == "–" else f"{difference} ({seeds})"))
+    return "\n".join(lines)
+
+
 def carnn_dialog_history_lengths():
     """Dialog bAbI task 6's history lengths in texts, every text and without the KB lines
     (benchmarks/dialog_history.py, `carnn_dialog_task6/history/cuts.json`)."""
@@ -850,6 +880,7 @@ TABLES = {
     "carnn-dialog-babi": carnn_dialog_babi,
     "carnn-dialog-history": carnn_dialog_history,
     "carnn-dialog-history-lengths": carnn_dialog_history_lengths,
+    "carnn-dialog-task6-history": carnn_dialog_task6_history,
     "carnn-dialog-errors": carnn_dialog_errors,
     "carnn-dialog-update-slots": carnn_dialog_update_slots,
     "contextual-lm": contextual_lm,
