@@ -78,3 +78,33 @@ def test_export_and_serve(tmp_path):
     onnx = export.to_onnx(version)
     assert onnx.max_abs_diff <= 1e-4 and onnx.num_samples > 0
     assert (onnx.path.parent / "candidates.txt").is_file()
+
+
+def test_the_kb_first_history_cut_is_in_the_exported_graph(tmp_path):
+    # two utterances, then two KB lines and a third utterance: with 3 turns kept, kb_first keeps the three
+    # utterances (the oldest cut would keep the KB lines and the last utterance)
+    history = np.array([["book a table", "any preference on a type of cuisine", "resto_a R_cuisine italian",
+                         "resto_a R_price cheap", "italian please"], ["hi", "", "", "", ""]], object)
+    texts = {"history": history, "context": np.array(["cheap", "hi"], object)}
+    preprocessors = {cut: DialogPreprocessor(WORDS, CANDIDATES, max_turns=3, max_turn_length=6, history_cut=cut)
+                     for cut in ("oldest", "kb_first")}
+    model = build_carnn_dialog(preprocessors["kb_first"].vocab_size, preprocessors["kb_first"].candidate_ids,
+                               units=8, variant="n", num_classes=len(CANDIDATES), name="carnn_dialog_n")
+    rng = np.random.default_rng(1)
+    for weight in model.trainable_weights:
+        weight.assign(rng.normal(0, 0.5, size=weight.shape).astype("float32"))
+    outputs = {cut: np.asarray(model.predict(preprocessor.trim_padding(pipeline.encode(preprocessor, texts)),
+                                             verbose=0)) for cut, preprocessor in preprocessors.items()}
+    assert np.abs(outputs["oldest"][0] - outputs["kb_first"][0]).max() > 1e-3  # the cut changes what it sees
+    np.testing.assert_allclose(outputs["oldest"][1], outputs["kb_first"][1], atol=1e-6)  # nothing to cut
+
+    task = tasks.ResponseSelectionTask(len(CANDIDATES))
+    run = runs.Run(model=model, preprocessor=preprocessors["kb_first"],
+                   config={"zoo": "carnn_dialog_n", "task": task.config()})
+    version = export.saved_model(run, tmp_path / "export", version=1, warmup=False)
+    assert export.read_metadata(version)["history_cut"] == "kb_first"  # the preprocessor's description
+    import tensorflow_text  # noqa: F401
+
+    served = tf.saved_model.load(str(version)).signatures["serving_default"](
+        history=tf.constant(history.tolist()), context=tf.constant(texts["context"].tolist()))
+    np.testing.assert_allclose(served["scores"].numpy(), outputs["kb_first"], atol=1e-5)
