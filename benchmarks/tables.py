@@ -476,6 +476,29 @@ def carnn_dialog_task6_history():
     return "\n".join(lines)
 
 
+def carnn_dialog_units():
+    """Issue 58: one training step of `carnn_dialog_n` on dialog bAbI task 6's real batches at 256, 512 and 1,024
+    units, in float32 and mixed bfloat16 (benchmarks/precision.py `--set units=N`,
+    `precision/carnn_dialog_n-units*.json`), the process's peak memory, and one epoch's training steps at that
+    step time (14,404 responses in batches of 32: 451 steps; without the per-epoch dev / test scoring)."""
+    paths = sorted(RESULTS.glob("precision/carnn_dialog_n-units*.json"),
+                   key=lambda path: int(path.stem.split("units")[1]))
+    if not paths:
+        raise TableError("no precision/carnn_dialog_n-units*.json: run benchmarks/precision.py carnn_dialog_n "
+                         "--set units=N")
+    lines = ["| units | step ms float32 | step ms mixed_bfloat16 | float32 / bfloat16 | peak memory GB | "
+             "an epoch's 451 steps, min (the faster precision) |", "|---|---|---|---|---|---|"]
+    for path in paths:
+        (entry,) = _read_json(path)["entries"].values()
+        if "error" in entry:
+            raise TableError(f"{path.name}: the measurement failed: {entry['error']}")
+        steps = entry["step_ms"]
+        fastest = min(steps.values())
+        lines.append(f"| {entry['settings']['units']:,} | {steps['float32']:.0f} | {steps['mixed_bfloat16']:.0f} | "
+                     f"{entry['step_ratio']:.2f} | {entry['peak_rss_mb'] / 1024:.1f} | {451 * fastest / 60000:.0f} |")
+    return "\n".join(lines)
+
+
 def carnn_dialog_history_lengths():
     """Dialog bAbI task 6's history lengths in texts, every text and without the KB lines
     (benchmarks/dialog_history.py, `carnn_dialog_task6/history/cuts.json`)."""
@@ -881,6 +904,7 @@ TABLES = {
     "carnn-dialog-history": carnn_dialog_history,
     "carnn-dialog-history-lengths": carnn_dialog_history_lengths,
     "carnn-dialog-task6-history": carnn_dialog_task6_history,
+    "carnn-dialog-units": carnn_dialog_units,
     "carnn-dialog-errors": carnn_dialog_errors,
     "carnn-dialog-update-slots": carnn_dialog_update_slots,
     "contextual-lm": contextual_lm,
