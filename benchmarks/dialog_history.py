@@ -29,7 +29,9 @@ PERCENTILES = (50, 90, 99)
 def kept_positions(speakers, history_length: int, max_turns: int | None, cut: str = "oldest") -> list:
     """The positions of the texts a cut keeps of a history of `history_length` texts (`speakers`: the dialog's
     speaker of each text, the history being its first `history_length`), in order: the preprocessor's rule
-    (`kept_turns`) on speakers instead of texts. `max_turns` None keeps every text.
+    (`kept_turns`) on speakers instead of texts. `max_turns` None keeps every text. Every text of the history
+    counts, where `kept_turns` takes a row's trailing empty texts for padding: no dialog bAbI file has an empty
+    text at the end of a history, so the two agree there (`tests/test_dialog_history.py` checks it on task 6).
 
     Raises:
         ValueError: `cut` is not one of `HISTORY_CUTS`.

@@ -199,8 +199,8 @@ def table(results, where="results") -> str:
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("entries", nargs="*", help=f"zoo entries (default {', '.join(ENTRIES)})")
-    parser.add_argument("--dataset", default=None, help="one dataset for every entry (default each entry's own: "
-                        "ENTRIES', else its preset's)")
+    parser.add_argument("--dataset", default=None, help="one dataset for every entry (default: the entry's "
+                        "dataset in ENTRIES, else its preset's)")
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=5)
@@ -216,11 +216,14 @@ def main(argv=None):
     if args.table:
         provenance.print_table(args.table, table)
         return 0
+    from keras_match import zoo
     from keras_match.cli.commands import _parse_settings
 
     names = args.entries or ([args.one] if args.one else list(ENTRIES))
     try:
         overrides = {name: _parse_settings(name, args.set) for name in names}
+        for name in names:  # an unknown setting or a value against its rule, before any process starts
+            zoo.resolve(name, **overrides[name])
     except ValueError as error:
         print(f"precision: {error}", file=sys.stderr)
         return 2

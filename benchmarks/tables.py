@@ -429,7 +429,7 @@ def carnn_dialog_history():
     responses whose history is cut, whose cut drops a user utterance, and whose cut drops a KB line. The
     no-cut row (`max_turns` none) is given once per split."""
     result = _read_json(_files("carnn_dialog_task6/history/cuts.json")[0])
-    lines = ["| split | responses | history_cut | max_turns | history cut | cut drops a user text | "
+    lines = ["| split | responses | history_cut | max_turns | share cut | cut drops a user text | "
              "cut drops a KB line |", "|---|---|---|---|---|---|---|"]
     for split, counted in result["splits"].items():
         uncut = None
@@ -481,8 +481,9 @@ def carnn_dialog_units():
     units, in float32 and mixed bfloat16 (benchmarks/precision.py `--set units=N`,
     `precision/carnn_dialog_n-units*.json`), the process's peak memory, and one epoch's training steps at that
     step time (14,404 responses in batches of 32: 451 steps; without the per-epoch dev / test scoring)."""
-    paths = sorted(RESULTS.glob("precision/carnn_dialog_n-units*.json"),
-                   key=lambda path: int(path.stem.split("units")[1]))
+    paths = [path for path in RESULTS.glob("precision/carnn_dialog_n-units*.json")
+             if path.stem.split("units")[1].isdigit()]
+    paths.sort(key=lambda path: int(path.stem.split("units")[1]))
     if not paths:
         raise TableError("no precision/carnn_dialog_n-units*.json: run benchmarks/precision.py carnn_dialog_n "
                          "--set units=N")

@@ -87,6 +87,18 @@ def test_a_first_layout_classifier_keeps_its_labels(tmp_path):
     assert converted["settings"]["training"] == {"learning_rate": 0.001, "precision": "float32"}
 
 
+def test_a_dialog_run_written_before_history_cut_kept_the_last_turns(tmp_path):
+    config = {"format": 1, "zoo": "carnn_dialog_i", "settings": {
+        "model": {"units": 8}, "training": {"precision": "float32"},
+        "preprocessing": {"max_turns": 30, "max_turn_length": 30}}}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    assert runs.read_config(tmp_path / "config.json")["settings"]["preprocessing"] == {
+        "max_turns": 30, "max_turn_length": 30, "history_cut": "oldest"}
+    pair = dict(config, zoo="mcan_fm", settings=dict(config["settings"], preprocessing={"max_question_length": 40}))
+    (tmp_path / "config.json").write_text(json.dumps(pair))  # a pair run has no history to cut
+    assert runs.read_config(tmp_path / "config.json")["settings"]["preprocessing"] == {"max_question_length": 40}
+
+
 def test_a_run_interrupted_before_the_settings_were_recorded_as_built_resumes(trained_run, tmp_path, monkeypatch):
     """Runs begun before `Settings.for_vectors` recorded the entry's embedding_dim (mcan_fm: 300) over GloVe 50d;
     today's config of the same run says 50. Interrupted, such a run resumes; another setting still refuses it."""

@@ -11,6 +11,10 @@ def test_a_bad_setting_is_refused_before_anything_runs(capsys):
     assert err == "precision: --set units=many: the value must be JSON (a number, true / false, null or a quoted string)"
     assert module.main(["carnn_dialog_n", "--set", "units"]) == 2
     assert "expected KEY=VALUE" in capsys.readouterr().err
+    assert module.main(["carnn_dialog_n", "--set", "units=0"]) == 2  # against the setting's rule
+    assert capsys.readouterr().err.strip() == "precision: setting units=0: must be an integer >= 1"
+    assert module.main(["carnn_dialog_n", "--set", "unit=256"]) == 2  # no such setting
+    assert "unit" in capsys.readouterr().err
 
 
 def test_an_entry_outside_the_table_uses_its_presets_dataset():

@@ -165,7 +165,8 @@ def read_config(path, remedy="") -> dict:
     """A run's `config.json`, in today's layout (`CONFIG_FORMAT`) whichever layout the file has.
 
     A config written before the `precision` training setting existed gets `"precision": "float32"` (what every
-    run computed in then). The first layout kept the resolved preset as `preset` (truncation lengths, vocabulary settings and, at its
+    run computed in then), and a dialog run's (its preprocessing has `max_turns`) written before `history_cut`
+    existed gets `"history_cut": "oldest"` (the only cut then). The first layout kept the resolved preset as `preset` (truncation lengths, vocabulary settings and, at its
     top level, the pair features among the training settings), the task as a word with `label_names` and
     `no_positive_rule` beside it, and copies of the truncation lengths and pair features at the top level. Its
     settings are sorted into today's sections by name.
@@ -199,11 +200,15 @@ def read_config(path, remedy="") -> dict:
 
 
 def _with_precision(config):
-    """A config written before the `precision` setting existed trained in float32: say so, so that such a run
-    resumes under today's settings and reports what it computed in."""
-    training = (config.get("settings") or {}).get("training")
+    """A config written before the `precision` setting existed trained in float32, and a dialog run's written
+    before `history_cut` existed kept the last turns (`"oldest"`): say so, so that such a run resumes under today's
+    settings and reports what it computed in and what it saw."""
+    settings = config.get("settings") or {}
+    training, preprocessing = settings.get("training"), settings.get("preprocessing")
     if isinstance(training, dict):
         training.setdefault("precision", "float32")
+    if isinstance(preprocessing, dict) and "max_turns" in preprocessing:
+        preprocessing.setdefault("history_cut", "oldest")
     return config
 
 

@@ -4,8 +4,8 @@ candidate set encoded once for the model (Tran et al., NAACL 2018, section 4.1).
 `DialogPreprocessor` reads the texts of a response-selection example (`keras_match.tasks.ResponseSelectionTask`):
 `{"history": tf.string [batch, turns], "context": tf.string [batch]}`. The history keeps `max_turns` of its turns
 (the real ones: a row's padding `""` at its end is not a turn), each cut to `max_turn_length` tokens: the last ones
-(`history_cut="oldest"`), or every utterance before any KB line (`history_cut="kb_first"`: the oldest KB lines go
-first, see `kept_turns`); the context (the last user utterance) is cut to `max_context_length` tokens. The
+(`history_cut="oldest"`), or with the utterances first (`history_cut="kb_first"`: the last `max_turns` utterances,
+then the latest KB lines that fit, in dialog order; see `kept_turns`); the context (the last user utterance) is cut to `max_context_length` tokens. The
 candidate responses are not an input: they are the task's fixed set, given once to `from_training` (the training
 texts' `candidates` column, whose rows are all the same set), saved as the asset `candidates.txt` beside
 `vocabulary.txt`, and handed to the builder as `candidate_ids` (int32 `[C, Lc]`, `model_arguments()`), which the
@@ -149,7 +149,8 @@ def last_turns(history, max_turns):
 def is_kb_line(texts):
     """Which texts are dialog bAbI KB lines: a KB fact (`KB_FACT`, `entity R_attribute value`) that is not an API
     call (`API_CALL`), or `NO_RESULT`. On every text of the six tasks' files (every split) this agrees with the
-    files' own structure (a line without a tab), which the texts of a history no longer carry.
+    files' own structure (a line without a tab), which the texts of a history no longer carry. It reads the texts
+    as given (before any lower-casing): the `R_` of an attribute is upper-case.
 
     Args:
         texts: `tf.string` of any shape.
@@ -201,7 +202,9 @@ def kept_turns(history, max_turns, cut="oldest"):
     keep = (utterance & (later_utterances < max_turns)) | (kb & (later_kb_lines < kb_slots[:, None]))
     order = tf.argsort(tf.where(keep, positions, positions + width), axis=1, stable=True)[:, :max_turns]
     taken = tf.gather(history, order, batch_dims=1)
-    return tf.where(tf.gather(keep, order, batch_dims=1), taken, tf.fill(tf.shape(taken), ""))
+    kept = tf.where(tf.gather(keep, order, batch_dims=1), taken, tf.fill(tf.shape(taken), ""))
+    kept.set_shape([None, max_turns])
+    return kept
 
 
 @keras.saving.register_keras_serializable(package="keras_match")
@@ -221,7 +224,7 @@ class DialogPreprocessor(VocabularyPreprocessor):
         `keras.utils.pack_x_y_sample_weight(inputs, y, sample_weight)` with `inputs`
         `{"history": int32 [batch, max_turns, max_turn_length], "context": int32 [batch, max_context_length]}`:
         the `max_turns` real turns `kept_turns` keeps of each row (its last ones, or with `history_cut="kb_first"`
-        its utterances before its KB lines), in dialog order from the first column (later columns padding:
+        its last utterances and then its latest KB lines that fit), in dialog order from the first column (later columns padding:
         all-zero rows), each turn's first `max_turn_length` tokens; the context's first `max_context_length`.
 
     Args:

@@ -96,6 +96,13 @@ def test_kb_first_matches_its_reference_on_random_histories():
                                                                      tf.zeros([40, 0], tf.string), max_turns))
 
 
+def test_both_cuts_give_max_turns_columns_in_a_graph_of_unknown_width():
+    for cut in ("oldest", "kb_first"):
+        traced = tf.function(lambda h, cut=cut: kept_turns(h, 3, cut), input_signature=[tf.TensorSpec([None, None],
+                                                                                                       tf.string)])
+        assert traced.get_concrete_function().structured_outputs.shape.as_list() == [None, 3], cut
+
+
 def test_kb_first_keeps_the_user_turns_the_oldest_cut_drops():
     history = np.array([["book a table", "any preference on a type of cuisine", *KB[:2], "italian", KB[3]]], object)
     np.testing.assert_array_equal(kept_turns(history, 3, "oldest").numpy().astype(str),
