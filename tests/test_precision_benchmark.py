@@ -8,7 +8,8 @@ def test_a_bad_setting_is_refused_before_anything_runs(capsys):
     module = benchmark_module("precision")
     assert module.main(["carnn_dialog_n", "--set", "units=many"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == "precision: --set units=many: the value must be JSON (a number, true / false, null or a quoted string)"
+    assert err == ("precision: --set units=many: the value must be JSON (a number, true / false, null or a quoted "
+                   "string)")
     assert module.main(["carnn_dialog_n", "--set", "units"]) == 2
     assert "expected KEY=VALUE" in capsys.readouterr().err
     assert module.main(["carnn_dialog_n", "--set", "units=0"]) == 2  # against the setting's rule
