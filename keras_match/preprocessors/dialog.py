@@ -8,9 +8,8 @@ candidate set encoded once for the model (Tran et al., NAACL 2018, section 4.1).
 then the latest KB lines that fit, in dialog order; see `kept_turns`); the context (the last user utterance) is
 cut to `max_context_length` tokens. The candidate responses are not an input: they are the task's fixed set,
 given once to `from_training` (the training texts' `candidates` column, whose rows are all the same set), saved as
-the asset `candidates.txt` beside
-`vocabulary.txt`, and handed to the builder as `candidate_ids` (int32 `[C, Lc]`, `model_arguments()`), which the
-model keeps as a constant.
+the asset `candidates.txt` beside `vocabulary.txt`, and handed to the builder as `candidate_ids` (int32 `[C, Lc]`,
+`model_arguments()`), which the model keeps as a constant.
 """
 
 from __future__ import annotations
@@ -226,7 +225,8 @@ class DialogPreprocessor(VocabularyPreprocessor):
         `{"history": int32 [batch, max_turns, max_turn_length], "context": int32 [batch, max_context_length]}`:
         the `max_turns` real turns `kept_turns` keeps of each row (its last ones, or with `history_cut="kb_first"`
         its last utterances and then its latest KB lines that fit), in dialog order from the first column (later
-        columns padding: all-zero rows), each turn's first `max_turn_length` tokens; the context's first `max_context_length`.
+        columns padding: all-zero rows), each turn's first `max_turn_length` tokens; the context's first
+        `max_context_length`.
 
     Args:
         vocabulary: a `keras_match.text.TextEncoder`, a list of words, a vocabulary file, or None (`load_assets`).
