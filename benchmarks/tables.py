@@ -318,6 +318,30 @@ def iwan_trecqa():
     return _ranking_rows_with_paper("iwan_trecqa")
 
 
+def iwan_paired():
+    """Issue 58: the CARNN paper's claim that CARNN encoders beat IWAN's BiLSTM, seed by seed: each IWAN + CARNN row
+    of `benchmarks/ablations/iwan_trecqa.json` minus the BiLSTM row of the same dataset on the seeds both have
+    (the same seed: the same data order and initial draws), test MAP and MRR, mean ± standard deviation."""
+    rows = _plan_row_groups("iwan_trecqa")
+    baselines = {}
+    for row, groups in rows:
+        if row["model"] == "iwan":
+            baselines[row.get("dataset", "trecqa-clean")] = [r for g in groups.values() for r in g["runs"]]
+    lines = ["| dataset | encoder | seeds paired | test MAP minus the BiLSTM's | test MRR minus the BiLSTM's |",
+             "|---|---|---|---|---|"]
+    for row, groups in rows:
+        if row["model"] == "iwan":
+            continue
+        dataset = row.get("dataset", "trecqa-clean")
+        runs = [r for g in groups.values() for r in g["runs"]]
+        base = baselines.get(dataset, [])
+        difference, seeds = _paired(runs, base, figure="map")
+        mrr, _ = _paired(runs, base, figure="mrr")
+        encoder = row["label"].split(",")[0].replace("IWAN + ", "")
+        lines.append(f"| {dataset} | {encoder} | {seeds if seeds != '–' else 'none yet'} | {difference} | {mrr} |")
+    return "\n".join(lines)
+
+
 def carnn_dialog_task6():
     """The CARNN dialog entries on dialog bAbI task 6 (the CARNN paper's Table 1, column Babi), each beside its
     entry's `reported` test per-response accuracy, and CARNN voting (benchmarks/dialog_vote.py, `voting/s*.json`)
@@ -900,6 +924,7 @@ TABLES = {
     "coupled-lstm-sick": coupled_lstm_sick,
     "coupled-lstm-ranking": coupled_lstm_ranking,
     "iwan-trecqa": iwan_trecqa,
+    "iwan-paired": iwan_paired,
     "carnn-dialog-task6": carnn_dialog_task6,
     "carnn-dialog-babi": carnn_dialog_babi,
     "carnn-dialog-history": carnn_dialog_history,
