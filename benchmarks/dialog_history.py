@@ -34,12 +34,11 @@ def kept_positions(speakers, history_length: int, max_turns: int | None, cut: st
     text at the end of a history, so the two agree there (`tests/test_dialog_history.py` checks it on task 6).
 
     Raises:
-        ValueError: `cut` is not one of `HISTORY_CUTS`.
+        ValueError: `cut` is not one of `keras_match.preprocessors.dialog.HISTORY_CUTS`.
     """
-    from keras_match.preprocessors.dialog import HISTORY_CUTS
+    from keras_match.preprocessors.dialog import check_history_cut
 
-    if cut not in HISTORY_CUTS:
-        raise ValueError(f"history cut {cut!r}: must be one of {', '.join(HISTORY_CUTS)}")
+    check_history_cut(cut)
     positions = list(range(history_length))
     if max_turns is None or history_length <= max_turns:
         return positions

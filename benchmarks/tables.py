@@ -326,14 +326,14 @@ def iwan_paired():
     baselines = {}
     for row, groups in rows:
         if row["model"] == "iwan":
-            baselines[row.get("dataset", "trecqa-clean")] = [r for g in groups.values() for r in g["runs"]]
+            baselines[row.get("dataset", "trecqa-clean")] = _row_runs(groups)
     lines = ["| dataset | encoder | seeds paired | test MAP minus the BiLSTM's | test MRR minus the BiLSTM's |",
              "|---|---|---|---|---|"]
     for row, groups in rows:
         if row["model"] == "iwan":
             continue
         dataset = row.get("dataset", "trecqa-clean")
-        runs = [r for g in groups.values() for r in g["runs"]]
+        runs = _row_runs(groups)
         base = baselines.get(dataset, [])
         difference, seeds = _paired(runs, base, figure="map")
         mrr, _ = _paired(runs, base, figure="mrr")
@@ -477,7 +477,7 @@ def carnn_dialog_task6_history():
     from summarize import cell
 
     baseline = _plan_row_groups("carnn_dialog_task6")[0]
-    base_runs = [run for group in baseline[1].values() for run in group["runs"]]
+    base_runs = _row_runs(baseline[1])
     lines = ["| row | history_cut | max_turns | seeds | dev per-response | test per-response | test per-dialog | "
              "test per-response minus the presets' cut (paired seeds) | epochs | wall s |",
              "|---|---|---|---|---|---|---|---|---|---|"]
@@ -491,7 +491,7 @@ def carnn_dialog_task6_history():
     for row, groups in _plan_row_groups("carnn_dialog_task6_history"):
         settings = row.get("set", {})
         cut, turns = settings.get("history_cut", "oldest"), settings.get("max_turns", 30)
-        runs = [run for group in groups.values() for run in group["runs"]]
+        runs = _row_runs(groups)
         if not runs:
             lines.append(f"| {row['label']} | {cut} | {turns} | not run yet |" + " – |" * 6)
             continue
@@ -782,6 +782,11 @@ def _plan_row_groups(plan_folder):
     paths = sorted(RESULTS.glob(f"{plan_folder}/*-s*.json"))
     return [(row, _groups([path for path in paths if int(path.name.split("-")[0]) == number]))
             for number, row in enumerate(plan["rows"])]
+
+
+def _row_runs(groups):
+    """Every run of a plan row's groups (`_plan_row_groups`), in order; [] before the row has run."""
+    return [run for group in groups.values() for run in group["runs"]]
 
 
 def _not_run(row, columns):

@@ -59,7 +59,7 @@ def test_the_kb_first_cut_drops_kb_lines_before_any_utterance(history):
     assert history.kept_positions(speakers, 7, 3, "kb_first") == [1, 5, 6]  # more utterances than room
     assert history.dropped_speakers(speakers, 7, 3, "kb_first") == {"user", "kb"}
     assert history.kept_positions(speakers, 7, 5, "oldest") == [2, 3, 4, 5, 6]
-    with pytest.raises(ValueError, match="history cut 'newest'"):
+    with pytest.raises(ValueError, match="history_cut='newest': must be one of oldest, kb_first"):
         history.kept_positions(speakers, 7, 5, "newest")
 
     result = history.split_cuts(_split(), [2, 5, None], ["oldest", "kb_first"])

@@ -166,10 +166,11 @@ def read_config(path, remedy="") -> dict:
 
     A config written before the `precision` training setting existed gets `"precision": "float32"` (what every
     run computed in then), and a dialog run's (its preprocessing has `max_turns`) written before `history_cut`
-    existed gets `"history_cut": "oldest"` (the only cut then). The first layout kept the resolved preset as `preset` (truncation lengths, vocabulary settings and, at its
-    top level, the pair features among the training settings), the task as a word with `label_names` and
-    `no_positive_rule` beside it, and copies of the truncation lengths and pair features at the top level. Its
-    settings are sorted into today's sections by name.
+    existed gets `"history_cut": "oldest"` (the only cut then). The first layout kept the resolved preset as
+    `preset` (truncation lengths, vocabulary settings and, at its top level, the pair features among the training
+    settings), the task as a word with `label_names` and `no_positive_rule` beside it, and copies of the
+    truncation lengths and pair features at the top level. Its settings are sorted into today's sections by
+    name.
 
     Raises:
         DamagedRunError: the file is not valid JSON (the message names it and `remedy`).

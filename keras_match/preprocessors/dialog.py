@@ -35,7 +35,7 @@ from keras_match.settings import Rule
 from keras_match.settings import PreprocessingSettings
 
 __all__ = ["VOCABULARY_FILE", "CANDIDATES_FILE", "HISTORY_CUTS", "DialogSettings", "DialogPreprocessor",
-           "is_kb_line", "kept_turns", "read_candidates_file"]
+           "check_history_cut", "is_kb_line", "kept_turns", "read_candidates_file"]
 
 VOCABULARY_FILE = "vocabulary.txt"
 CANDIDATES_FILE = "candidates.txt"
@@ -120,6 +120,22 @@ def _check_candidates(candidates) -> list:
     return texts
 
 
+def check_history_cut(cut):
+    """Raises ValueError naming `history_cut` unless `cut` is one of `HISTORY_CUTS`."""
+    if cut not in HISTORY_CUTS:
+        raise ValueError(f"history_cut={cut!r}: must be one of {', '.join(HISTORY_CUTS)}")
+
+
+def _padded(history, columns):
+    """`history` (`tf.string` `[batch, turns]`) with `columns` more `""` columns, each column's 1-based position
+    (`[1, width]`), and each row's count of real turns (the position of its last non-empty text, 0 if none)."""
+    history = tf.convert_to_tensor(history, tf.string)
+    history = tf.concat([history, tf.fill([tf.shape(history)[0], columns], "")], axis=1)
+    positions = tf.range(1, tf.shape(history)[1] + 1)[None, :]
+    count = tf.reduce_max(tf.where(tf.strings.length(history) > 0, positions, 0), axis=1)
+    return history, positions, count
+
+
 def last_turns(history, max_turns):
     """The last `max_turns` real turns of each history row, left-aligned and padded with `""`.
 
@@ -133,12 +149,8 @@ def last_turns(history, max_turns):
     Returns:
         `tf.string` `[batch, max_turns]`.
     """
-    history = tf.convert_to_tensor(history, tf.string)
-    batch = tf.shape(history)[0]
-    history = tf.concat([history, tf.fill([batch, 1], "")], axis=1)  # at least one column
+    history, positions, count = _padded(history, 1)
     width = tf.shape(history)[1]
-    positions = tf.range(1, width + 1)[None, :]
-    count = tf.reduce_max(tf.where(tf.strings.length(history) > 0, positions, 0), axis=1)  # real turns per row
     start = tf.maximum(count - max_turns, 0)
     index = start[:, None] + tf.range(max_turns)[None, :]  # [batch, max_turns]
     real = index < count[:, None]
@@ -183,16 +195,11 @@ def kept_turns(history, max_turns, cut="oldest"):
     Raises:
         ValueError: `cut` is not one of `HISTORY_CUTS`.
     """
-    if cut not in HISTORY_CUTS:
-        raise ValueError(f"history_cut={cut!r}: must be one of {', '.join(HISTORY_CUTS)}")
+    check_history_cut(cut)
     if cut == "oldest":
         return last_turns(history, max_turns)
-    history = tf.convert_to_tensor(history, tf.string)
-    batch = tf.shape(history)[0]
-    history = tf.concat([history, tf.fill([batch, max_turns], "")], axis=1)  # at least max_turns columns
+    history, positions, count = _padded(history, max_turns)  # at least max_turns columns
     width = tf.shape(history)[1]
-    positions = tf.range(1, width + 1)[None, :]
-    count = tf.reduce_max(tf.where(tf.strings.length(history) > 0, positions, 0), axis=1)  # real turns per row
     real = positions <= count[:, None]
     kb = is_kb_line(history) & real
     utterance = real & tf.logical_not(kb)
@@ -256,8 +263,7 @@ class DialogPreprocessor(VocabularyPreprocessor):
         lengths = positive_lengths(max_turns=max_turns, max_turn_length=max_turn_length,
                                    max_context_length=max_context_length, max_candidate_length=max_candidate_length)
         self.max_turns, self.max_turn_length, self.max_context_length, self.max_candidate_length = lengths
-        if history_cut not in HISTORY_CUTS:
-            raise ValueError(f"history_cut={history_cut!r}: must be one of {', '.join(HISTORY_CUTS)}")
+        check_history_cut(history_cut)
         self.history_cut = history_cut
         self.lowercase = bool(lowercase)
         self.encoder = None
