@@ -18,6 +18,7 @@ import typing
 
 import keras
 
+from keras_match import optimizers
 from keras_match import precision as precision_lib
 from keras_match.registries import Registry
 from keras_match.settings import NON_NEGATIVE_NUMBER
@@ -403,9 +404,19 @@ def build(settings: Settings, embeddings=None, *, input_encoder=None, **model_ar
         return builder(input_encoder, **kwargs)
 
 
-def optimizer(settings: Settings):
-    """A new optimizer with the settings' class, learning rate and gradient clipping."""
+def optimizer(settings: Settings, model=None):
+    """A new optimizer with the settings' class, learning rate and gradient clipping; with the training setting
+    `backbone_learning_rate`, `model`'s pretrained backbone trains at that rate (`keras_match.optimizers`).
+
+    Raises:
+        ValueError: `backbone_learning_rate` is set and no layer of `model`'s backbone trains, or `model` is not
+            given.
+    """
     training = settings.training
+    if training.backbone_learning_rate is not None:
+        if model is None:
+            raise ValueError("backbone_learning_rate: the optimizer needs the model whose backbone it trains")
+        return optimizers.backbone_optimizer(settings, model)
     return keras.optimizers.get(
         {
             "class_name": training.optimizer,

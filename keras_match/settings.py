@@ -148,6 +148,9 @@ class TrainingSettings(_Section):
         patience: epochs without a better dev figure before training stops (0: stop at the first).
         bucketing: batch examples of similar length together.
         lr_decay: None, or the factor the learning rate is multiplied by after every epoch (0 < d <= 1).
+        backbone_learning_rate: None (the backbone's layers that train use `learning_rate`), or the learning rate
+            (> 0) of a pretrained backbone's layers that train with the body (`backbone_trainable` all or k >= 1);
+            the body keeps `learning_rate`, and `lr_decay` scales both (`keras_match.optimizers`).
         precision: what the model computes in while it trains (`keras_match.precision`): `"float32"`,
             `"mixed_bfloat16"` (float32 variables, bfloat16 computation) or `"auto"` (bfloat16 where the CPU has
             bfloat16 units); `keras_match.zoo.resolve` replaces `"auto"` by what it picked.
@@ -167,6 +170,7 @@ class TrainingSettings(_Section):
         "epochs": POSITIVE_INT,
         "patience": NON_NEGATIVE_INT,
         "lr_decay": Rule(lambda v: v is None or (is_number(v) and 0 < v <= 1), "null or a number in (0, 1]"),
+        "backbone_learning_rate": Rule(lambda v: v is None or (is_number(v) and v > 0), "null or a number > 0"),
         "optimizer": Rule(lambda v: _is_optimizer(v), "a Keras optimizer name (adam, rmsprop, sgd, adagrad, ...)"),
         "bucketing": Rule(lambda v: isinstance(v, bool), "true or false"),
         "precision": Rule(lambda v: v in PRECISION_CHOICES, "one of " + ", ".join(PRECISION_CHOICES)),
@@ -183,6 +187,7 @@ class TrainingSettings(_Section):
     patience: int = 3
     bucketing: bool = True
     lr_decay: float | None = None
+    backbone_learning_rate: float | None = None
     precision: str = "float32"
     state_cache: bool = True
 

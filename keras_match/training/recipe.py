@@ -267,7 +267,7 @@ class Recipe:
         mode = losses.mode_of(settings.training.loss)
         loss = heads.training_loss(heads.head_of(model), mode, settings.training.loss)
         fit_model = model if mode == "pointwise" else heads.ListScorer(model, name=f"{model.name}_{mode}")
-        fit_model.compile(optimizer=zoo.optimizer(settings), loss=loss)
+        fit_model.compile(optimizer=zoo.optimizer(settings, fit_model), loss=loss)
         # Keras 3 (3.15) builds the optimizer inside the first traced training step when no distribution strategy
         # is set; a tf.function that creates variables is traced twice, and a model's training step costs 5-15 s
         # to trace. Built here, the step is traced once (the variables are the same zeros either way).

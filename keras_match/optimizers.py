@@ -1,0 +1,114 @@
+"""A learning rate of its own for a pretrained backbone's layers that train with the matching body.
+
+The zoo's transformer-input entries (`backbone=minilm-l6`) can train the backbone's top layers with the body
+(`backbone_trainable=K`). One rate for both is what `learning_rate` alone gives, and on TrecQA TRAIN-ALL the body's
+3e-4 left MCAN over MiniLM below its frozen row (docs/transformer-encoders.md): pretrained layers are usually
+fine-tuned at 1e-5 to 5e-5 while a body trained from scratch wants 1e-4 to 1e-3. With the training setting
+`backbone_learning_rate`, the backbone's variables that train are updated at that rate and the body's at
+`learning_rate`, by the same optimizer class, with the same schedule: `lr_decay` scales both (the backbone's rate is
+held as the ratio `backbone_learning_rate / learning_rate`).
+
+`backbone_optimizer(settings, model)` makes the optimizer; every Keras optimizer class (`adam`, `adamax`, ...) has
+a registered twin here (`BackboneRateAdam`, ...), so a `.keras` file compiled with one loads again.
+"""
+
+import keras
+
+__all__ = ["BackboneRate", "backbone_optimizer", "backbone_variables"]
+
+
+class BackboneRate:
+    """Mixin of a Keras optimizer: the variables named in `backbone_paths` are updated at `learning_rate *
+    backbone_rate`, the others at `learning_rate`.
+
+    Every other part of the optimizer is its base class's: its slots (Adam's moments), gradient clipping, weight
+    decay and step counter are shared; only the rate handed to each variable's update differs.
+
+    Args:
+        backbone_rate: float > 0, the backbone's learning rate over the optimizer's (`learning_rate`).
+        backbone_paths: the Keras paths (`Variable.path`) of the backbone's variables that train, unique.
+        **kwargs: the base optimizer's arguments (`learning_rate`, `clipnorm`, ...).
+
+    Raises:
+        ValueError: `backbone_rate` is not a number > 0, or a path is given twice.
+
+    Reference:
+        Howard & Ruder (2018), Universal Language Model Fine-tuning for Text Classification (discriminative
+        fine-tuning: a rate per layer group).
+    """
+
+    def __init__(self, *args, backbone_rate=1.0, backbone_paths=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        if isinstance(backbone_rate, bool) or not isinstance(backbone_rate, (int, float)) or not backbone_rate > 0:
+            raise ValueError(f"backbone_rate: expected a number > 0, got {backbone_rate!r}")
+        paths = [str(path) for path in backbone_paths]
+        if len(set(paths)) != len(paths):
+            raise ValueError("backbone_paths: a variable path is given twice; the backbone's variables must have "
+                             "distinct paths")
+        self.backbone_rate = float(backbone_rate)
+        self.backbone_paths = paths
+        self._backbone = frozenset(paths)
+
+    def _backend_update_step(self, grads, trainable_variables, learning_rate):
+        body = [(g, v) for g, v in zip(grads, trainable_variables) if v.path not in self._backbone]
+        backbone = [(g, v) for g, v in zip(grads, trainable_variables) if v.path in self._backbone]
+        for group, rate in ((body, learning_rate), (backbone, learning_rate * self.backbone_rate)):
+            if group:
+                super()._backend_update_step([g for g, _ in group], [v for _, v in group], rate)
+
+    def get_config(self):
+        return {**super().get_config(), "backbone_rate": self.backbone_rate, "backbone_paths": self.backbone_paths}
+
+
+def _twin(base):
+    twin = type(f"BackboneRate{base.__name__}", (BackboneRate, base),
+                {"__doc__": f"`keras.optimizers.{base.__name__}` with a backbone rate of its own (`BackboneRate`).",
+                 "__module__": __name__})
+    return keras.saving.register_keras_serializable(package="keras_match")(twin)
+
+
+TWINS = {name.lower(): _twin(cls) for name, cls in vars(keras.optimizers).items()
+         if isinstance(cls, type) and issubclass(cls, keras.optimizers.Optimizer)
+         and cls is not keras.optimizers.Optimizer and name != "LossScaleOptimizer"}
+"""`{lower-case optimizer name: its BackboneRate twin class}`."""
+globals().update({cls.__name__: cls for cls in TWINS.values()})
+
+
+def backbone_variables(model) -> list:
+    """The trainable variables of the pretrained backbones in `model` (every `TransformerStates` layer, however deep),
+    in the model's order; `[]` for a model without one or with its backbone frozen."""
+    from keras_match.encoders import transformer  # keras-hub, imported only for a backbone's model
+
+    owned = {id(v) for layer in transformer.backbone_layers(model) for v in layer.trainable_variables}
+    return [v for v in model.trainable_variables if id(v) in owned]
+
+
+def backbone_optimizer(settings, model):
+    """The settings' optimizer (class, `learning_rate`, `clipnorm`) whose `model`'s backbone variables train at
+    `settings.training.backbone_learning_rate`.
+
+    Args:
+        settings: `keras_match.settings.Settings` whose `training.backbone_learning_rate` is a number.
+        model: the model (or the `ListScorer` around it) the optimizer will train, built.
+
+    Returns:
+        A `BackboneRate` twin of the settings' optimizer class.
+
+    Raises:
+        ValueError: no variable of the model's backbone trains (the entry reads word vectors, or
+            `backbone_trainable` is `frozen` or 0), or two of its trainable variables share a path.
+    """
+    training = settings.training
+    variables = backbone_variables(model)
+    if not variables:
+        raise ValueError("backbone_learning_rate: no layer of a pretrained backbone trains in this model (set "
+                         "backbone=minilm-l6 and backbone_trainable to all or k >= 1, or drop backbone_learning_rate)")
+    paths = [v.path for v in model.trainable_variables]
+    if len(set(paths)) != len(paths):
+        raise ValueError(f"backbone_learning_rate: {len(paths) - len(set(paths))} trainable variables of model "
+                         f"{model.name} share a path, so the backbone's cannot be told apart")
+    twin = TWINS[training.optimizer.lower()]
+    rate = float(training.learning_rate)
+    return twin(learning_rate=rate, backbone_rate=float(training.backbone_learning_rate) / rate,
+                backbone_paths=[v.path for v in variables],
+                **({"clipnorm": float(training.clipnorm)} if training.clipnorm else {}))
