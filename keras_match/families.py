@@ -409,7 +409,7 @@ def optimizer(settings: Settings, model=None):
     `backbone_learning_rate`, `model`'s pretrained backbone trains at that rate (`keras_match.optimizers`).
 
     Raises:
-        ValueError: `backbone_learning_rate` is set and no layer of `model`'s backbone trains, or `model` is not
+        ValueError: `backbone_learning_rate` is set and no layer of `model`'s backbone trains, or no `model` is
             given.
     """
     training = settings.training
@@ -436,7 +436,7 @@ def compile_model(model, settings: Settings):
     """
     from keras_match import heads
 
-    model.compile(optimizer=optimizer(settings), loss=heads.training_loss(heads.head_of(model), "pointwise"))
+    model.compile(optimizer=optimizer(settings, model), loss=heads.training_loss(heads.head_of(model), "pointwise"))
     return model
 
 

@@ -151,3 +151,11 @@ def test_a_run_with_a_backbone_rate_trains_records_it_and_loads(data_dir, tmp_pa
     assert config["settings"]["training"]["backbone_learning_rate"] == 1e-5
     run = runs.load_run(run_dir)  # the model file (listwise: the matching model inside the trained ListScorer)
     assert np.isfinite(run.score(["who wrote hamlet ?"], ["hamlet is a play by shakespeare ."])).all()
+
+
+def test_zoo_load_compiles_an_entry_with_its_backbone_rate(encoders_dir, monkeypatch):
+    pytest.importorskip("keras_hub", reason="the transformers extra (keras-hub) is not installed")
+    monkeypatch.setenv("KERAS_MATCH_ENCODERS", str(encoders_dir))
+    model = zoo.load("compare_aggregate_mult_minilm", backbone_trainable=1, backbone_learning_rate=1e-5, units=8)
+    assert type(model.optimizer).__name__ == "BackboneRateAdamax"
+    assert model.optimizer.backbone_paths == [v.path for v in transformer.backbone_layers(model)[0].trainable_variables]
