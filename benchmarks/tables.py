@@ -915,6 +915,53 @@ def transformer_encoders_sick():
     return "\n".join(lines)
 
 
+def _epoch_seconds(run):
+    """A run's mean seconds per epoch: its `epoch_seconds` (training and the dev evaluation), or, in a result file
+    written before those were recorded, its `wall_time_s / epochs_run` (None for a resumed run, whose wall time is
+    its last process's)."""
+    import statistics
+
+    if run.get("epoch_seconds"):
+        return statistics.mean(run["epoch_seconds"])
+    if (run.get("provenance") or {}).get("resumed_after_epoch") or not run.get("epochs_run"):
+        return None
+    return run["wall_time_s"] / run["epochs_run"]
+
+
+def transformer_encoders_speed():
+    """Issue 57's speed table (benchmarks/encoder_speed.py, `transformer_encoders_speed/NN-<entry>.json`): each
+    transformer-input model beside its GloVe entry, its parameters, preset size, serving latency of 1 question x 30
+    candidates through the SavedModel's `rank` signature and ONNX Runtime, and its training seconds per epoch (the
+    mean epoch of each run in the row's training result files, over those runs: `_epoch_seconds`)."""
+
+    import encoder_speed
+    from summarize import cell
+
+    lines = ["| benchmark | input | model | parameters (M) | trained (M) | preset MB | train s / epoch (runs) | "
+             "rank 1 x 30 p50 / p99 ms | ONNX 1 x 30 p50 / p99 ms | batch 256 pairs / s |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for index, row in enumerate(encoder_speed.ROWS):
+        folder, train_row = row["train"]
+        runs = [run for path in sorted(RESULTS.glob(f"{folder}/{train_row:02d}-s*.json"))
+                for result in _read(path).values() for run in result["runs"]]
+        epochs = [_epoch_seconds(run) for run in runs if _epoch_seconds(run) is not None]
+        head = f"| {row['benchmark']} | {row['label']} | `{row['entry']}` |"
+        train = f"{cell(epochs, 0)} ({len(epochs)})" if epochs else "–"
+        path = RESULTS / "transformer_encoders_speed" / encoder_speed.output_name(index, row)
+        if not path.exists():
+            lines.append(f"{head} not measured yet | – | – | {train} | – | – | – |")
+            continue
+        result = _read_json(path)
+        latency = result["latency_1_question_x_30_candidates"]
+        rank, onnx = latency["savedmodel_rank_text"], latency["onnxruntime_ids"]
+        parameters = result["parameters"]
+        lines.append(f"{head} {parameters['total'] / 1e6:.1f} | {parameters['trainable'] / 1e6:.1f} | "
+                     f"{result['preset_mb']:.1f} | {train} | {rank['p50_ms']:.0f} / {rank['p99_ms']:.0f} | "
+                     f"{onnx['p50_ms']:.0f} / {onnx['p99_ms']:.0f} | "
+                     f"{result['throughput_batch_256']['savedmodel_serving_default_text']['pairs_per_s']:.0f} |")
+    return "\n".join(lines)
+
+
 TABLES = {
     "data": data,
     "main-job": main_job,
@@ -949,6 +996,7 @@ TABLES = {
     "transformer-encoders-trecqa-raw": transformer_encoders_trecqa_raw,
     "transformer-encoders-semeval2016": transformer_encoders_semeval2016,
     "transformer-encoders-sick": transformer_encoders_sick,
+    "transformer-encoders-speed": transformer_encoders_speed,
 }
 """Every generated table: name -> a function returning its markdown (raises TableError)."""
 
