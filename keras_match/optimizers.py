@@ -8,8 +8,9 @@ fine-tuned at 1e-5 to 5e-5 while a body trained from scratch wants 1e-4 to 1e-3.
 `learning_rate`, by the same optimizer class, with the same schedule: `lr_decay` scales both (the backbone's rate is
 held as the ratio `backbone_learning_rate / learning_rate`).
 
-`backbone_optimizer(settings, model)` makes the optimizer; every Keras optimizer class (`adam`, `adamax`, ...) has
-a registered twin here (`BackboneRateAdam`, ...), so a `.keras` file compiled with one loads again.
+`backbone_optimizer(settings, model)` makes the optimizer; every Keras optimizer class (`adam`, `adamax`, ...; not
+the wrappers `LossScaleOptimizer` and `MultiOptimizer`) has a registered twin here (`BackboneRateAdam`, ...), so a
+`.keras` file compiled with one loads again.
 """
 
 import keras
@@ -21,8 +22,11 @@ class BackboneRate:
     """Mixin of a Keras optimizer: the variables named in `backbone_paths` are updated at `learning_rate *
     backbone_rate`, the others at `learning_rate`.
 
-    Every other part of the optimizer is its base class's: its slots (Adam's moments), gradient clipping, weight
-    decay and step counter are shared; only the rate handed to each variable's update differs.
+    Every other part of the optimizer is its base class's: its slots (Adam's moments), gradient clipping and step
+    counter are shared, and each variable's update is the base class's `update_step` at the variable's rate, so the
+    result is that of two optimizers of the class, one per group, stepping together. Weight decay would apply at
+    one rate to both, so an optimizer with weight decay (AdamW's default 0.004) is refused. Without
+    `backbone_paths` it is its base class.
 
     Args:
         backbone_rate: float > 0, the backbone's learning rate over the optimizer's (`learning_rate`).
@@ -30,7 +34,7 @@ class BackboneRate:
         **kwargs: the base optimizer's arguments (`learning_rate`, `clipnorm`, ...).
 
     Raises:
-        ValueError: `backbone_rate` is not a number > 0, or a path is given twice.
+        ValueError: `backbone_rate` is not a number > 0, a path is given twice, or the optimizer has weight decay.
 
     Reference:
         Howard & Ruder (2018), Universal Language Model Fine-tuning for Text Classification (discriminative
@@ -45,16 +49,24 @@ class BackboneRate:
         if len(set(paths)) != len(paths):
             raise ValueError("backbone_paths: a variable path is given twice; the backbone's variables must have "
                              "distinct paths")
+        if paths and self.weight_decay:
+            raise ValueError(f"backbone_rate: {type(self).__name__} has weight decay {self.weight_decay:g}, which "
+                             "would apply at the body's rate to the backbone too; use an optimizer without weight "
+                             "decay (adam, adamax, adagrad, rmsprop, sgd)")
         self.backbone_rate = float(backbone_rate)
         self.backbone_paths = paths
-        self._backbone = frozenset(paths)
+        self._backbone_indices = frozenset()
 
-    def _backend_update_step(self, grads, trainable_variables, learning_rate):
-        body = [(g, v) for g, v in zip(grads, trainable_variables) if v.path not in self._backbone]
-        backbone = [(g, v) for g, v in zip(grads, trainable_variables) if v.path in self._backbone]
-        for group, rate in ((body, learning_rate), (backbone, learning_rate * self.backbone_rate)):
-            if group:
-                super()._backend_update_step([g for g, _ in group], [v for _, v in group], rate)
+    def build(self, variables):
+        super().build(variables)
+        wanted = set(self.backbone_paths)
+        self._backbone_indices = frozenset(self._get_variable_index(v) for v in variables if v.path in wanted)
+
+    def update_step(self, gradient, variable, learning_rate):
+        # `variable` is the backend's own variable here (a tf.Variable, without the Keras path): known by its index
+        if self._get_variable_index(variable) in self._backbone_indices:
+            learning_rate = learning_rate * self.backbone_rate
+        return super().update_step(gradient, variable, learning_rate)
 
     def get_config(self):
         return {**super().get_config(), "backbone_rate": self.backbone_rate, "backbone_paths": self.backbone_paths}
@@ -69,7 +81,7 @@ def _twin(base):
 
 TWINS = {name.lower(): _twin(cls) for name, cls in vars(keras.optimizers).items()
          if isinstance(cls, type) and issubclass(cls, keras.optimizers.Optimizer)
-         and cls is not keras.optimizers.Optimizer and name != "LossScaleOptimizer"}
+         and cls is not keras.optimizers.Optimizer and name not in ("LossScaleOptimizer", "MultiOptimizer")}
 """`{lower-case optimizer name: its BackboneRate twin class}`."""
 globals().update({cls.__name__: cls for cls in TWINS.values()})
 

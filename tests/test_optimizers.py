@@ -1,8 +1,9 @@
 """A learning rate of its own for a pretrained backbone's layers (`keras_match.optimizers`, training setting
 `backbone_learning_rate`): the backbone's variables are updated at their rate and the body's at `learning_rate`,
-exactly as two optimizers of the same class would (checked against Adam's and SGD's update rules written out
-here), a schedule's new rate scales both, the optimizer survives a `.keras` round trip, and a model whose backbone
-does not train refuses the setting in one line."""
+as two optimizers of the same class would (checked against Adam's and SGD's update rules written out here, and
+against two Nadam optimizers, whose state steps once a step), in `fit` as in `apply`; a schedule's new rate scales
+both, the optimizer survives a `.keras` round trip, and a model whose backbone does not train, or an optimizer with
+weight decay, is refused in one line."""
 
 import json
 
@@ -59,6 +60,47 @@ def test_the_backbone_and_the_body_follow_adams_rule_each_at_its_own_rate():
         np.testing.assert_allclose(variable.numpy(), expected, rtol=1e-5, atol=1e-6, err_msg=variable.path)
 
 
+def test_nadam_steps_its_state_once_a_step_as_two_nadams_one_per_group_would():
+    model, reference = _toy(), _toy()
+    paths = _backbone_paths(model)
+    optimizer = optimizers.TWINS["nadam"](learning_rate=1e-2, backbone_rate=0.1, backbone_paths=paths)
+    groups = [[v for v in reference.trainable_variables if (v.path in paths) == backbone] for backbone in (0, 1)]
+    plain = [keras.optimizers.Nadam(learning_rate=1e-2), keras.optimizers.Nadam(learning_rate=1e-3)]
+    rng = np.random.default_rng(2)
+    for _ in range(3):
+        grads = {v.path: rng.normal(size=v.shape).astype("float32") for v in model.trainable_variables}
+        optimizer.apply([grads[v.path] for v in model.trainable_variables], model.trainable_variables)
+        for nadam, group in zip(plain, groups):
+            nadam.apply([grads[v.path] for v in group], group)
+    for variable, expected in zip(model.trainable_variables, reference.trainable_variables):
+        np.testing.assert_allclose(variable.numpy(), expected.numpy(), rtol=0, atol=1e-6, err_msg=variable.path)
+
+
+def test_fit_moves_the_backbone_by_its_rate_and_the_body_by_the_optimizers():
+    x, y = np.random.default_rng(3).normal(size=(8, 3)).astype("float32"), np.zeros((8, 2), "float32")
+    moved = {}
+    for kind in ("plain", "twin"):
+        model = _toy()
+        start = {v.path: v.numpy() for v in model.trainable_variables}
+        twin = optimizers.TWINS["sgd"]
+        optimizer = (keras.optimizers.SGD(learning_rate=0.1) if kind == "plain" else
+                     twin(learning_rate=0.1, backbone_rate=0.25, backbone_paths=_backbone_paths(model)))
+        model.compile(optimizer=optimizer, loss="mse")
+        model.fit(x, y, batch_size=8, epochs=1, verbose=0, shuffle=False)  # one step from the same weights
+        moved[kind] = {v.path: start[v.path] - v.numpy() for v in model.trainable_variables}
+    for path, step in moved["plain"].items():
+        factor = 0.25 if path.startswith("backbone/") else 1.0
+        assert np.abs(step).max() > 1e-4, path
+        np.testing.assert_allclose(moved["twin"][path], factor * step, rtol=1e-4, atol=1e-7, err_msg=path)
+
+
+def test_an_optimizer_with_weight_decay_is_refused():
+    with pytest.raises(ValueError, match=r"BackboneRateAdamW has weight decay 0.004, which would apply at the "
+                                         r"body's rate to the backbone too"):
+        optimizers.TWINS["adamw"](learning_rate=1e-3, backbone_rate=0.1, backbone_paths=["backbone/kernel"])
+    assert "multioptimizer" not in optimizers.TWINS and "lossscaleoptimizer" not in optimizers.TWINS
+
+
 def test_a_new_learning_rate_scales_the_backbones_by_the_same_ratio():
     model = _toy()
     paths = _backbone_paths(model)
@@ -87,6 +129,7 @@ def test_the_optimizer_comes_back_from_its_config_and_from_a_keras_file(tmp_path
     loaded = keras.models.load_model(tmp_path / "model.keras")
     assert type(loaded.optimizer).__name__ == "BackboneRateAdamax"
     assert loaded.optimizer.backbone_paths == paths and loaded.optimizer.backbone_rate == pytest.approx(0.1)
+    assert set(paths) < {v.path for v in loaded.trainable_variables}  # they name the loaded model's variables
     assert loaded.optimizer.clipnorm == 1.0
 
 
