@@ -9,9 +9,10 @@ measurement resumes. The rows are measured one after the other: run it with noth
         --out benchmarks/results/transformer_encoders_speed [--runs PLAN=DIR ...] [--rows 0 3]
 
 A plan row's run folder is found under the `--out` its result file records (`benchmarks/results/<plan>/
-NN-sSEED.json`, its `provenance.command`), or under `--runs PLAN=DIR` (the `--out` given to `ablation.py` for that
-plan, or its `runs/` folder). The table (`benchmarks/tables.py`, `transformer-encoders-speed`) adds each row's
-training seconds per epoch from its training result files.
+NN-sSEED.json`, its `provenance.command`), or under the folders given as `--runs PLAN=DIR` (the `--out` given to
+`ablation.py` for that plan, or its `runs/` folder; one plan may be given several, as when its rows ran in different
+folders), the one whose settings are the row's. The table (`benchmarks/tables.py`, `transformer-encoders-speed`)
+adds each row's training seconds per epoch from its training result files.
 """
 
 import argparse
@@ -45,7 +46,8 @@ ROWS = [
      "train": ["transformer_encoders_trecqa_clean", 5]},
     {"benchmark": "wikiqa-answered", "label": "GloVe 6B 50d (frozen)", "entry": "compare_aggregate_mult",
      "preset": "compare_aggregate_mult/wikiqa-answered", "train": ["compare_aggregate_wikiqa", 0]},
-    {"benchmark": "wikiqa-answered", "label": "MiniLM top 2 layers fine-tuned", "entry": "compare_aggregate_mult_minilm",
+    {"benchmark": "wikiqa-answered", "label": "MiniLM top 2 layers fine-tuned",
+     "entry": "compare_aggregate_mult_minilm",
      "preset": "compare_aggregate_mult_minilm/wikiqa-answered", "train": ["transformer_encoders_wikiqa", 1]},
     {"benchmark": "trecqa-raw", "label": "GloVe 6B 50d (frozen)", "entry": "ctrn",
      "preset": "ctrn/trecqa-raw", "train": ["ctrn_trecqa_raw", 2]},
@@ -73,9 +75,11 @@ def recorded_out(plan, row, seed):
 
 
 def run_folder(row, roots):
-    """The run folder of a plan row's seed: under `roots[plan]` (or its `runs/`), else the recorded `--out`."""
+    """The run folder of a plan row's seed: under one of the folders `roots[plan]` (or their `runs/`), else under
+    the `--out` its result file records."""
     plan, seed = row["plan"], row["seed"]
-    bases = [roots[plan], roots[plan] / "runs"] if plan in roots else [recorded_out(plan, row["row"], seed)]
+    bases = ([base for root in roots[plan] for base in (root, root / "runs")] if plan in roots
+             else [recorded_out(plan, row["row"], seed)])
     found = [path for base in bases for path in sorted(base.glob(f"{row['entry']}-{row['benchmark']}-*-s{seed}"))
              if (path / "metrics.json").is_file() and _settings_match(path, plan, row["row"])]
     if len(found) != 1:
@@ -97,7 +101,8 @@ def _settings_match(run_dir, plan, row):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", required=True, help="folder of the row files")
-    parser.add_argument("--runs", nargs="*", default=[], metavar="PLAN=DIR", help="where a plan's run folders are")
+    parser.add_argument("--runs", nargs="*", default=[], metavar="PLAN=DIR",
+                        help="where a plan's run folders are (a plan may be given more than once)")
     parser.add_argument("--rows", nargs="*", type=int, help="only these rows (default: every row)")
     parser.add_argument("--queries", type=int, default=100, help="timed 1 x 30 ranking calls per path")
     parser.add_argument("--batches", type=int, default=3, help="timed batch-256 calls per path")
@@ -107,7 +112,7 @@ def main(argv=None):
         plan, sep, folder = item.partition("=")
         if not sep or not folder:
             parser.error(f"--runs {item!r}: expected PLAN=DIR")
-        roots[plan] = pathlib.Path(folder)
+        roots.setdefault(plan, []).append(pathlib.Path(folder))
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     for index, row in enumerate(ROWS):

@@ -27,7 +27,7 @@ def test_the_run_folder_is_the_finished_one_with_the_rows_settings(tmp_path):
     _run(tmp_path, "mcan_fm_minilm-trecqa-clean-default-b-s1234", dict(row_settings, learning_rate=0.001))
     _run(tmp_path, "mcan_fm_minilm-trecqa-clean-default-c-s1234", row_settings, finished=False)
     _run(tmp_path, "mcan_fm_minilm-trecqa-clean-default-a-s1", row_settings)
-    assert speed.run_folder(ROW, {ROW["plan"]: tmp_path}) == wanted
+    assert speed.run_folder(ROW, {ROW["plan"]: [tmp_path / "elsewhere", tmp_path]}) == wanted
 
 
 def test_two_matching_folders_are_refused_naming_what_to_give(tmp_path):
@@ -36,7 +36,7 @@ def test_two_matching_folders_are_refused_naming_what_to_give(tmp_path):
              {"learning_rate": 0.0003, "precision": "mixed_bfloat16"})
     with pytest.raises(SystemExit, match=r"2 finished run folders match .* give --runs "
                                          r"transformer_encoders_trecqa_clean=DIR"):
-        speed.run_folder(ROW, {ROW["plan"]: tmp_path})
+        speed.run_folder(ROW, {ROW["plan"]: [tmp_path]})
 
 
 def test_a_measured_row_is_skipped_and_a_bad_runs_argument_refused(tmp_path, monkeypatch, capsys):
