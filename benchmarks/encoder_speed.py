@@ -80,8 +80,10 @@ def run_folder(row, roots):
     plan, seed = row["plan"], row["seed"]
     bases = ([base for root in roots[plan] for base in (root, root / "runs")] if plan in roots
              else [recorded_out(plan, row["row"], seed)])
+    spec = json.loads((HERE / "ablations" / f"{plan}.json").read_text(encoding="utf-8"))
+    wanted = dict(spec.get("set", {}), **spec["rows"][row["row"]].get("set", {}))
     found = [path for base in bases for path in sorted(base.glob(f"{row['entry']}-{row['benchmark']}-*-s{seed}"))
-             if (path / "metrics.json").is_file() and _settings_match(path, plan, row["row"])]
+             if (path / "metrics.json").is_file() and _settings_match(path, wanted)]
     if len(found) != 1:
         where = ", ".join(str(base) for base in bases)
         raise SystemExit(f"encoder_speed.py: row {row['entry']} ({plan} row {row['row']}, seed {seed}): "
@@ -89,10 +91,9 @@ def run_folder(row, roots):
     return found[0]
 
 
-def _settings_match(run_dir, plan, row):
-    """Whether a run folder's settings hold every setting the plan row (and the plan) set."""
-    spec = json.loads((HERE / "ablations" / f"{plan}.json").read_text(encoding="utf-8"))
-    wanted = dict(spec.get("set", {}), **spec["rows"][row].get("set", {}))
+def _settings_match(run_dir, wanted):
+    """Whether a run folder's settings hold every setting of `wanted` (a plan's and its row's; `epochs` aside: a
+    cap, not what the run trained with)."""
     config = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))["settings"]
     have = {key: value for section in config.values() if isinstance(section, dict) for key, value in section.items()}
     return all(key == "epochs" or have.get(key) == value for key, value in wanted.items())

@@ -942,9 +942,8 @@ def transformer_encoders_speed():
              "|---|---|---|---|---|---|---|---|---|---|"]
     for index, row in enumerate(encoder_speed.ROWS):
         folder, train_row = row["train"]
-        runs = [run for path in sorted(RESULTS.glob(f"{folder}/{train_row:02d}-s*.json"))
-                for result in _read(path).values() for run in result["runs"]]
-        epochs = [_epoch_seconds(run) for run in runs if _epoch_seconds(run) is not None]
+        runs = _row_runs(_groups(sorted(RESULTS.glob(f"{folder}/{train_row:02d}-s*.json"))))
+        epochs = [seconds for seconds in map(_epoch_seconds, runs) if seconds is not None]
         head = f"| {row['benchmark']} | {row['label']} | `{row['entry']}` |"
         train = f"{cell(epochs, 0)} ({len(epochs)})" if epochs else "–"
         path = RESULTS / "transformer_encoders_speed" / encoder_speed.output_name(index, row)

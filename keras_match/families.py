@@ -413,19 +413,15 @@ def optimizer(settings: Settings, model=None):
             given.
     """
     training = settings.training
+    config = {  # Keras refuses an int learning rate; 1 is as valid a number as 1.0
+        "learning_rate": float(training.learning_rate),
+        **({"clipnorm": float(training.clipnorm)} if training.clipnorm else {}),
+    }
     if training.backbone_learning_rate is not None:
         if model is None:
             raise ValueError("backbone_learning_rate: the optimizer needs the model whose backbone it trains")
-        return optimizers.backbone_optimizer(settings, model)
-    return keras.optimizers.get(
-        {
-            "class_name": training.optimizer,
-            "config": {  # Keras refuses an int learning rate; 1 is as valid a number as 1.0
-                "learning_rate": float(training.learning_rate),
-                **({"clipnorm": float(training.clipnorm)} if training.clipnorm else {}),
-            },
-        }
-    )
+        return optimizers.backbone_optimizer(training.optimizer, config, training.backbone_learning_rate, model)
+    return keras.optimizers.get({"class_name": training.optimizer, "config": config})
 
 
 def compile_model(model, settings: Settings):

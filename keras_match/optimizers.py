@@ -95,22 +95,23 @@ def backbone_variables(model) -> list:
     return [v for v in model.trainable_variables if id(v) in owned]
 
 
-def backbone_optimizer(settings, model):
-    """The settings' optimizer (class, `learning_rate`, `clipnorm`) whose `model`'s backbone variables train at
-    `settings.training.backbone_learning_rate`.
+def backbone_optimizer(name, config, backbone_learning_rate, model):
+    """Optimizer `name` made from `config` (its `learning_rate`, `clipnorm`, ...), whose `model`'s backbone variables
+    train at `backbone_learning_rate` (`keras_match.families.optimizer` gives it the training settings').
 
     Args:
-        settings: `keras_match.settings.Settings` whose `training.backbone_learning_rate` is a number.
+        name: a Keras optimizer name (`"adam"`, `"adamax"`, ...; any case).
+        config: the optimizer's arguments, `learning_rate` (a number) among them.
+        backbone_learning_rate: number > 0, the rate of the backbone's variables that train.
         model: the model (or the `ListScorer` around it) the optimizer will train, built.
 
     Returns:
-        A `BackboneRate` twin of the settings' optimizer class.
+        A `BackboneRate` twin of the optimizer class.
 
     Raises:
         ValueError: no variable of the model's backbone trains (the entry reads word vectors, or
             `backbone_trainable` is `frozen` or 0), or two of its trainable variables share a path.
     """
-    training = settings.training
     variables = backbone_variables(model)
     if not variables:
         raise ValueError("backbone_learning_rate: no layer of a pretrained backbone trains in this model (set "
@@ -119,8 +120,5 @@ def backbone_optimizer(settings, model):
     if len(set(paths)) != len(paths):
         raise ValueError(f"backbone_learning_rate: {len(paths) - len(set(paths))} trainable variables of model "
                          f"{model.name} share a path, so the backbone's cannot be told apart")
-    twin = TWINS[training.optimizer.lower()]
-    rate = float(training.learning_rate)
-    return twin(learning_rate=rate, backbone_rate=float(training.backbone_learning_rate) / rate,
-                backbone_paths=[v.path for v in variables],
-                **({"clipnorm": float(training.clipnorm)} if training.clipnorm else {}))
+    return TWINS[name.lower()](**config, backbone_rate=float(backbone_learning_rate) / config["learning_rate"],
+                               backbone_paths=[v.path for v in variables])
