@@ -3,6 +3,7 @@ interrupted search, failed trials, the results files and `keras-match train --co
 
 import csv
 import json
+import tempfile
 import time
 
 import keras_tuner as kt
@@ -11,7 +12,7 @@ import pytest
 
 from keras_match import cli, heads, zoo
 from keras_match.inputs import pipeline
-from keras_match.training import tuning
+from keras_match.training import spaces, tuning
 from keras_match.training.recipe import Recipe
 
 from learning_checks import ranking_figures_of_model, ranking_figures_of_scores
@@ -45,15 +46,15 @@ def test_every_zoo_entry_has_a_space_that_fits_it():
     assert set(values) == set(tuning.space_for("mcan_fm")["hyperparameters"])
 
 
-def _spaces_package(monkeypatch, tmp_path, name, spaces):
-    """The search spaces come from the importable package `name` holding the files `spaces` (`{file: space}`)."""
+def _spaces_package(monkeypatch, tmp_path, name, files):
+    """The search spaces come from the importable package `name` holding the files `files` (`{file: space}`)."""
     package = tmp_path / name
     package.mkdir()
     (package / "__init__.py").write_text("")
-    for file_name, space in spaces.items():
+    for file_name, space in files.items():
         (package / file_name).write_text(json.dumps(space))
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(tuning, "SPACE_PACKAGE", name)
+    monkeypatch.setattr(spaces, "SPACE_PACKAGE", name)
 
 
 def test_a_zoo_entry_without_a_space_names_the_file_to_add(monkeypatch, tmp_path):
@@ -82,6 +83,58 @@ def test_a_space_file_of_your_own_is_read_and_checked_against_the_entry(tmp_path
         tuning.read_space(own, "ctrn")
     with pytest.raises(FileNotFoundError):
         tuning.read_space(tmp_path / "missing.json", "ctrn")
+
+
+def _conditional(**when):
+    """A space of `ctrn_minilm` (the tiny backbone) whose backbone rate holds only where some layers train."""
+    return {"hyperparameters": {"backbone_trainable": {"type": "choice", "values": ["frozen", 1]},
+                                "backbone_learning_rate": {"type": "choice", "values": [0.002],
+                                                           "when": {"backbone_trainable": [1]}, **when}}}
+
+
+@pytest.mark.parametrize("when, message", [
+    ({"backbone_layers": ["last"]}, "must be an object naming one hyperparameter declared before it"),
+    ({"backbone_trainable": [2]}, r"must list some of 'backbone_trainable'\'s values \[\"frozen\", 1\]"),
+    ({"backbone_trainable": []}, "must list some of"),
+    ({"backbone_trainable": [1], "learning_rate": [0.1]}, "must be an object naming one hyperparameter"),
+    ("backbone_trainable", "must be an object naming one hyperparameter"),
+])
+def test_a_condition_that_names_no_earlier_value_is_refused(tmp_path, when, message):
+    own = tmp_path / "own.json"
+    own.write_text(json.dumps(_conditional(when=when)))
+    with pytest.raises(ValueError, match=r"own\.json, hyperparameter 'backbone_learning_rate': \"when\" " + message):
+        tuning.read_space(own, "ctrn_minilm")
+
+
+def test_a_conditional_value_is_checked_where_its_condition_holds(tmp_path):
+    """The first trial (frozen) leaves the backbone rate out, so the bad rate is only found with its parent at 1."""
+    own = tmp_path / "own.json"
+    space = _conditional()
+    space["hyperparameters"]["backbone_learning_rate"]["values"] = [-1.0]
+    own.write_text(json.dumps(space))
+    with pytest.raises(ValueError, match=r"hyperparameter 'backbone_learning_rate' = -1\.0: .*backbone_learning_rate"):
+        tuning.read_space(own, "ctrn_minilm")
+
+
+def test_the_backbone_space_searches_the_backbone_rate_only_where_layers_train():
+    """A grid over tuning/backbone.json: 6 frozen trials without `backbone_learning_rate`, 24 with each of its
+    values, and no combination twice."""
+    space = tuning.space_for("mcan_fm_minilm")
+    hp = kt.HyperParameters()
+    tuning.declare(hp, space)
+    oracle = kt.oracles.GridSearchOracle(objective=kt.Objective("x", "max"), max_trials=100)
+    oracle._set_project_dir(tempfile.mkdtemp(), "grid")
+    oracle.update_space(hp)
+    trials = []
+    while (trial := oracle.create_trial(str(len(trials)))).status == "RUNNING":
+        trials.append(tuning.declare(trial.hyperparameters.copy(), space))
+        oracle.update_trial(trial.trial_id, {"x": 0.0})
+        oracle.end_trial(trial)
+    assert len(trials) == 30 and len({json.dumps(t, sort_keys=True) for t in trials}) == 30
+    frozen = [t for t in trials if t["backbone_trainable"] == "frozen"]
+    assert len(frozen) == 6 and not any("backbone_learning_rate" in t for t in frozen)
+    assert sorted(json.dumps(t["backbone_learning_rate"]) for t in trials if t not in frozen) == \
+        ["2e-05"] * 12 + ["null"] * 12
 
 
 def _dev_map(hypermodel, model):
@@ -185,17 +238,25 @@ def test_tune_command_then_train_with_the_best_configuration(data_dir, tmp_path,
 
 
 def test_an_entry_over_a_backbone_searches_what_of_it_trains(data_dir, tmp_path, capsys):
-    """`ctrn_minilm` (the tiny backbone of tests/conftest.py) searches tuning/backbone.json: a trial trains with
-    the encoder's trained layers, learning rate and layer choice drawn from it, the body as the entry has it."""
-    search = tmp_path / "search"
-    assert cli.main(["tune", "ctrn_minilm", "--dataset", "trecqa-raw", "--data-dir", str(data_dir), "--tuner",
-                     "random", "--max-trials", "1", "--dir", str(search), "--epochs", "1", "--max-train-questions",
-                     "3", "--set", "filters=8", "--set", "dense_units=4"]) == 0
+    """`ctrn_minilm` (the tiny backbone of tests/conftest.py) searched over what of the encoder trains and, only
+    where some layers train, the backbone's own rate (a `"when"`, as tuning/backbone.json has it; `tuning.space_for`
+    gives that file, test_every_zoo_entry_has_a_space_that_fits_it): both trials of the grid train, the body as
+    the entry and `--set` have it. Without the `"when"` the frozen trial would fail (a backbone rate with no layer
+    of the backbone training); with it, that trial leaves the rate out (an empty cell of trials.csv)."""
+    own, search = tmp_path / "own.json", tmp_path / "search"
+    own.write_text(json.dumps(_conditional()))
+    assert cli.main(["tune", "ctrn_minilm", "--dataset", "trecqa-raw", "--data-dir", str(data_dir), "--tuner", "grid",
+                     "--space", str(own), "--dir", str(search), "--epochs", "1", "--max-train-questions", "3",
+                     "--set", "filters=8", "--set", "dense_units=4"]) == 0
+    rows = json.loads((search / "trials.json").read_text())
+    rows = rows["trials"] if isinstance(rows, dict) else rows
+    assert [(r["status"], r["hyperparameters"]) for r in rows] == [
+        ("COMPLETED", {"backbone_trainable": "frozen"}),
+        ("COMPLETED", {"backbone_trainable": 1, "backbone_learning_rate": 0.002})]
+    with open(search / "trials.csv", encoding="utf-8") as f:
+        assert [row["backbone_learning_rate"] for row in csv.DictReader(f)] == ["", "0.002"]
     best = json.loads((search / "best.json").read_text())["settings"]
-    space = tuning.space_for("ctrn_minilm")["hyperparameters"]
-    for key in ("backbone_trainable", "learning_rate", "backbone_layers"):
-        assert best[key] in space[key]["values"]
-    assert best["filters"] == 8
+    assert best["filters"] == 8 and best["dense_units"] == 4 and best["backbone_trainable"] in ("frozen", 1)
 
 
 def test_a_config_of_another_zoo_entry_is_refused(tmp_path, capsys):

@@ -8,6 +8,7 @@
 | `keras_match.training.finetune` | training further from a trained preset or run |
 | `keras_match.training.distribution` | data-parallel training over several devices |
 | `keras_match.training.tuning` | Keras Tuner search over a family's space |
+| `keras_match.training.spaces` | the search spaces: read, checked against an entry, declared (conditions too) |
 
 `from keras_match import training; training.train(...)` keeps working: this package re-exports the names of
 `keras_match.training.trainer`.

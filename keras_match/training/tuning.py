@@ -1,17 +1,9 @@
 """Keras Tuner over the papers' hyperparameter grids.
 
 A search space is a JSON file of the `tuning/` folder (installed as `keras_match.tuning_spaces`), one per model
-family (`tuning/<family>.json`, or the family's own `search_space`), declaring each hyperparameter by the zoo
-setting it sets (`--set` names):
-
-```json
-{"family": "ctrn", "source": "...",
- "hyperparameters": {"filters": {"type": "int", "min_value": 128, "max_value": 1024, "step": 128},
-                     "learning_rate": {"type": "choice", "values": [0.001, 0.0001]}}}
-```
-
-Kinds: `int` (`min_value`, `max_value`, optional `step`), `float` (`min_value`, `max_value`, optional `step`,
-`sampling`), `choice` (`values`: JSON values; `null` and mixed kinds allowed), `boolean`, `fixed` (`value`).
+family (`tuning/<family>.json`, or the family's own `search_space`), or a file of your own; its format, the checks
+made before a search and `declare` are in `keras_match.training.spaces` (re-exported here: `space_for`,
+`read_space`, `declare`).
 
 `MatchHyperModel` is a `keras_tuner.HyperModel` of a zoo entry on a dataset, made with the recipe of a training
 run (`keras_match.training.recipe.Recipe`): the data, the preprocessor (whose vocabulary does not depend on the
@@ -31,9 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import importlib.resources
 import json
-import math
 import os
 import pathlib
 import time
@@ -51,177 +41,13 @@ except ImportError as error:  # pragma: no cover - the `tune` extra installs it
 from keras_match import zoo
 from keras_match.artifacts import storage
 from keras_match.metrics import figure_name
-from keras_match.settings import is_int, is_number
 from keras_match.training.recipe import Recipe
+from keras_match.training.spaces import check_each_value, declare, is_json_choice, read_space, space_for
 
 __all__ = ["space_for", "read_space", "declare", "MatchHyperModel", "make_tuner", "trial_rows", "write_results",
            "distributed_role", "SearchWriteError", "TUNERS"]
 
 TUNERS = ("grid", "random", "hyperband", "bayesian")
-SPACE_PACKAGE = "keras_match.tuning_spaces"
-_KINDS = {"int": ("min_value", "max_value"), "float": ("min_value", "max_value"), "choice": ("values",),
-          "boolean": (), "fixed": ("value",)}
-
-
-BACKBONE_SPACE = "backbone.json"  # an entry over a backbone whose family's space does not search the backbone
-
-
-def space_for(name) -> dict:
-    """The search space of zoo entry `name`: its family's (`Family.search_space`, a dict or a file of `tuning/`,
-    by default `tuning/<family>.json`); for an entry over a pretrained backbone whose family's space does not name
-    `backbone_trainable`, `tuning/backbone.json` (`BACKBONE_SPACE`) instead: the body keeps the entry's settings.
-
-    Returns:
-        The space's JSON object, with `"file"` (its name) added.
-
-    Raises:
-        FileNotFoundError: the family has no search space (the message names the file to add).
-        ValueError: the file is malformed, or names a setting the entry does not have.
-    """
-    family = zoo.family_of(name)
-    space = family.search_space
-    space = dict(space, file=space.get("file", f"{family.name} (in memory)")) if isinstance(space, dict) \
-        else _space_file(name, space or f"{family.name}.json")
-    if zoo.describe(name)["model"].get("backbone") and "backbone_trainable" not in space["hyperparameters"]:
-        space = _space_file(name, BACKBONE_SPACE)
-    _check_space(name, space, space["file"])
-    return space
-
-
-def _space_file(name, file_name) -> dict:
-    """The JSON object of `tuning/<file_name>` (its `"hyperparameters"` checked for shape), with `"file"` added."""
-    path = importlib.resources.files(SPACE_PACKAGE) / file_name
-    if not path.is_file():
-        raise FileNotFoundError(f"zoo entry {name!r} has no search space: add tuning/{file_name} with its "
-                                "\"hyperparameters\"")
-    try:
-        space = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as error:
-        raise ValueError(f"search space {file_name} is not valid JSON: {error}") from None
-    if not isinstance(space, dict) or not isinstance(space.get("hyperparameters"), dict):
-        raise ValueError(f"search space {file_name}: \"hyperparameters\" must be a non-empty object")
-    return dict(space, file=file_name)
-
-
-def read_space(path, name) -> dict:
-    """A search space of your own: the JSON file `path` (the format of `tuning/`), checked against zoo entry `name`.
-
-    Returns:
-        The file's JSON object, with `"file"` (its path) added.
-
-    Raises:
-        FileNotFoundError: no such file.
-        ValueError: the file is malformed or names a setting the entry does not have (the message names the file).
-    """
-    path = pathlib.Path(path)
-    try:
-        space = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as error:
-        raise ValueError(f"search space {path} is not valid JSON: {error}") from None
-    if not isinstance(space, dict):
-        raise ValueError(f"search space {path} must hold a JSON object with \"hyperparameters\"")
-    _check_space(name, space, str(path))
-    return dict(space, file=str(path))
-
-
-def _check_space(name, space, file):
-    values = space.get("hyperparameters")
-    if not isinstance(values, dict) or not values:
-        raise ValueError(f"search space {file}: \"hyperparameters\" must be a non-empty object")
-    for key, spec in values.items():
-        kind = spec.get("type") if isinstance(spec, dict) else None
-        if kind not in _KINDS:
-            raise ValueError(f"search space {file}, hyperparameter {key!r}: \"type\" must be one of {list(_KINDS)}")
-        missing = [field for field in _KINDS[kind] if field not in spec]
-        if missing:
-            raise ValueError(f"search space {file}, hyperparameter {key!r}: {kind} needs {missing}")
-        if kind == "choice" and (not isinstance(spec["values"], list) or not spec["values"]):
-            raise ValueError(f"search space {file}, hyperparameter {key!r}: \"values\" must be a non-empty list")
-        number = is_int if kind == "int" else is_number
-        bounds = {field: spec.get(field) for field in ("min_value", "max_value", "step")}
-        if kind in ("int", "float") and not (all(number(v) for v in bounds.values() if v is not None)
-                                             and bounds["min_value"] <= bounds["max_value"]
-                                             and (bounds["step"] is None or bounds["step"] > 0)):
-            raise ValueError(f"search space {file}, hyperparameter {key!r}: {kind} needs min_value <= max_value and "
-                             f"a step > 0, each {'an integer' if kind == 'int' else 'a number'}; got "
-                             + json.dumps(bounds))
-    _check_each_value(space, lambda settings: zoo.resolve(name, **settings),
-                     f"search space {file} does not fit zoo entry {name!r}")
-
-
-def _checked_values(spec) -> list:
-    """The values of a hyperparameter that are checked before a search, its first value first: every choice, both
-    booleans, the fixed value, and both ends of an int or float range (a numeric setting's rule is a range; the
-    upper end is the last one its `step` reaches)."""
-    kind = spec["type"]
-    if kind == "choice":
-        return list(spec["values"])
-    if kind == "boolean":
-        return [False, True]
-    if kind == "fixed":
-        return [spec["value"]]
-    low, high, step = spec["min_value"], spec["max_value"], spec.get("step")
-    if step and kind == "int":
-        high = low + (high - low) // step * step
-    elif step:
-        high = round(low + math.floor(round((high - low) / step, 9)) * step, 12)
-    return [low] if high == low else [low, high]
-
-
-def _check_each_value(space, check, where):
-    """Calls `check(settings)` on the settings of a trial made of the space's first values, then on each other
-    checked value of each hyperparameter (`_checked_values`: every choice, both ends of a range) among the others'
-    first values: a value that breaks its setting's rule is found before any trial, not by a trial that fails.
-
-    Args:
-        space: a search space (its `"hyperparameters"`).
-        check: a function of the settings by name that raises ValueError for settings that do not fit.
-        where: what the message starts with (the space and what it is checked against).
-
-    Raises:
-        ValueError: `check` refused a value; the message names the hyperparameter and its value.
-    """
-    specs = space["hyperparameters"]
-    first = {key: _checked_values(spec)[0] for key, spec in specs.items()}
-    try:
-        check(first)
-    except ValueError as error:
-        raise ValueError(f"{where}: {error}") from None
-    for key, spec in specs.items():
-        for value in _checked_values(spec)[1:]:
-            try:
-                check({**first, key: value})
-            except ValueError as error:
-                raise ValueError(f"{where}: hyperparameter {key!r} = {json.dumps(value)}: {error}") from None
-
-
-def _json_choice(values):
-    """Whether a choice's values go to Keras Tuner as JSON text: it takes one kind of value and no null."""
-    kinds = {type(v) for v in values}
-    return None in values or len(kinds) > 1 or not kinds <= {int, float, str, bool}
-
-
-def declare(hp, space) -> dict:
-    """Declares the space's hyperparameters on `hp` (a `keras_tuner.HyperParameters`) and returns the trial's
-    values as zoo settings (a choice with `null` or mixed kinds travels as JSON text and is decoded here)."""
-    values = {}
-    for key, spec in space["hyperparameters"].items():
-        kind = spec["type"]
-        if kind == "int":
-            values[key] = hp.Int(key, spec["min_value"], spec["max_value"], step=spec.get("step", 1))
-        elif kind == "float":
-            values[key] = hp.Float(key, spec["min_value"], spec["max_value"], step=spec.get("step"),
-                                   sampling=spec.get("sampling", "linear"))
-        elif kind == "choice":
-            if _json_choice(spec["values"]):
-                values[key] = json.loads(hp.Choice(key, [json.dumps(v) for v in spec["values"]]))
-            else:
-                values[key] = hp.Choice(key, spec["values"])
-        elif kind == "boolean":
-            values[key] = hp.Boolean(key)
-        else:
-            values[key] = hp.Fixed(key, spec["value"])
-    return values
 
 
 def _with_trial_totals(history, seconds):
@@ -269,8 +95,8 @@ class MatchHyperModel(kt.HyperModel):
                                      **overrides)
         self.dataset_name = data if isinstance(data, str) else self.recipe.dataset.name
         # the task and the vectors may refuse a value too (a loss the task cannot train with, another width)
-        _check_each_value(self.space, lambda values: self.recipe.with_settings(**values),
-                          f"search space {self.space.get('file', '')} on {self.dataset_name}")
+        check_each_value(self.space, lambda values: self.recipe.with_settings(**values),
+                         f"search space {self.space.get('file', '')} on {self.dataset_name}")
         self.task = self.recipe.task
         self.preprocessor = self.recipe.preprocessor()
         self.recipe.encoded(self.preprocessor)  # the splits are encoded once, for every trial
@@ -519,8 +345,9 @@ def _row(oracle, trial, space):
     epochs = int(metrics.get_last_value("epochs_run")) if metrics.exists("epochs_run") else 0
     seconds = metrics.get_last_value("trial_seconds") if metrics.exists("trial_seconds") else None
     specs = space["hyperparameters"]
-    values = {k: (json.loads(v) if specs[k]["type"] == "choice" and _json_choice(specs[k]["values"]) else v)
-              for k, v in trial.hyperparameters.values.items() if k in specs}
+    hps = trial.hyperparameters  # a hyperparameter whose "when" fails in this trial is left out
+    values = {k: (json.loads(v) if specs[k]["type"] == "choice" and is_json_choice(specs[k]["values"]) else v)
+              for k, v in hps.values.items() if k in specs and hps.is_active(k)}
     return {"trial": trial.trial_id, "status": str(trial.status), "hyperparameters": values, "objective": objective,
             "dev": None if dev is None else float(dev), "epochs": epochs,
             "seconds": None if seconds is None else round(float(seconds), 1),
@@ -564,7 +391,8 @@ def write_results(tuner, hypermodel, directory) -> dict:
             writer.writerow(["trial", "status", *keys, rows[0]["objective"] if rows else "dev", "epochs", "seconds",
                              "error"])
             for r in rows:
-                writer.writerow([r["trial"], r["status"], *(json.dumps(r["hyperparameters"].get(k)) for k in keys),
+                writer.writerow([r["trial"], r["status"], *(json.dumps(r["hyperparameters"][k]) if k in r["hyperparameters"] else ""
+                                                           for k in keys),
                                  r["dev"], r["epochs"], r["seconds"], r["error"] or ""])
 
     storage.atomic_write(files["csv"], write_csv)
