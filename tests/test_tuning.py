@@ -116,25 +116,41 @@ def test_a_conditional_value_is_checked_where_its_condition_holds(tmp_path):
         tuning.read_space(own, "ctrn_minilm")
 
 
-def test_the_backbone_space_searches_the_backbone_rate_only_where_layers_train():
-    """A grid over tuning/backbone.json: 6 frozen trials without `backbone_learning_rate`, 24 with each of its
-    values, and no combination twice."""
+@pytest.mark.parametrize("oracle_class", [kt.oracles.GridSearchOracle, kt.oracles.RandomSearchOracle,
+                                          kt.oracles.BayesianOptimizationOracle])
+def test_the_backbone_space_searches_the_backbone_rate_only_where_layers_train(oracle_class):
+    """The oracles over tuning/backbone.json (no training: each trial gets a random figure): a trial carries
+    `backbone_learning_rate` exactly when some of the backbone's layers train; the grid runs 6 frozen trials and 24
+    with each of the rate's values, no combination twice."""
     space = tuning.space_for("mcan_fm_minilm")
     hp = kt.HyperParameters()
     tuning.declare(hp, space)
-    oracle = kt.oracles.GridSearchOracle(objective=kt.Objective("x", "max"), max_trials=100)
-    oracle._set_project_dir(tempfile.mkdtemp(), "grid")
+    oracle = oracle_class(objective=kt.Objective("x", "max"), max_trials=100 if oracle_class is
+                          kt.oracles.GridSearchOracle else 12, seed=3)
+    oracle._set_project_dir(tempfile.mkdtemp(), "search")
     oracle.update_space(hp)
-    trials = []
+    trials, figures = [], np.random.default_rng(0)
     while (trial := oracle.create_trial(str(len(trials)))).status == "RUNNING":
         trials.append(tuning.declare(trial.hyperparameters.copy(), space))
-        oracle.update_trial(trial.trial_id, {"x": 0.0})
+        oracle.update_trial(trial.trial_id, {"x": float(figures.random())})
         oracle.end_trial(trial)
-    assert len(trials) == 30 and len({json.dumps(t, sort_keys=True) for t in trials}) == 30
-    frozen = [t for t in trials if t["backbone_trainable"] == "frozen"]
-    assert len(frozen) == 6 and not any("backbone_learning_rate" in t for t in frozen)
-    assert sorted(json.dumps(t["backbone_learning_rate"]) for t in trials if t not in frozen) == \
-        ["2e-05"] * 12 + ["null"] * 12
+    assert trials and all((t["backbone_trainable"] == "frozen") != ("backbone_learning_rate" in t) for t in trials)
+    if oracle_class is kt.oracles.GridSearchOracle:
+        assert len(trials) == 30 and len({json.dumps(t, sort_keys=True) for t in trials}) == 30
+        assert sum(t["backbone_trainable"] == "frozen" for t in trials) == 6
+        assert sorted(json.dumps(t.get("backbone_learning_rate")) for t in trials) == \
+            ["2e-05"] * 12 + ["null"] * 12 + ["null"] * 6
+    else:
+        assert len(trials) == 12
+
+
+@pytest.mark.parametrize("kind", tuning.TUNERS)
+def test_every_tuner_kind_is_made(hypermodel, tmp_path, kind):
+    """The `tune` extra installs what each tuner needs (Bayesian optimization: scikit-learn)."""
+    oracles = {"grid": kt.oracles.GridSearchOracle, "random": kt.oracles.RandomSearchOracle,
+               "hyperband": kt.oracles.HyperbandOracle, "bayesian": kt.oracles.BayesianOptimizationOracle}
+    tuner = tuning.make_tuner(hypermodel, kind, tmp_path / "search", max_trials=None if kind == "hyperband" else 2)
+    assert isinstance(tuner.oracle, oracles[kind])
 
 
 def _dev_map(hypermodel, model):
