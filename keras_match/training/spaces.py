@@ -31,8 +31,8 @@ import pathlib
 from keras_match import zoo
 from keras_match.settings import is_int, is_number
 
-__all__ = ["space_for", "read_space", "declare", "check_each_value", "is_json_choice", "condition", "SPACE_PACKAGE",
-           "BACKBONE_SPACE"]
+__all__ = ["space_for", "read_space", "declare", "as_setting", "check_each_value", "is_json_choice", "condition",
+           "SPACE_PACKAGE", "BACKBONE_SPACE"]
 
 SPACE_PACKAGE = "keras_match.tuning_spaces"
 _KINDS = {"int": ("min_value", "max_value"), "float": ("min_value", "max_value"), "choice": ("values",),
@@ -152,10 +152,16 @@ def condition(spec):
     return next(iter(spec["when"].items())) if "when" in spec else None
 
 
+def _holds(spec, values) -> bool:
+    """Whether the hyperparameter `spec` is searched in a trial of `values`: it has no `"when"`, or its parent's
+    value is one of the condition's."""
+    parent = condition(spec)
+    return parent is None or values[parent[0]] in parent[1]
+
+
 def _active(specs, values) -> dict:
     """`values` without the hyperparameters whose condition (`"when"`) the parent's value in `values` fails."""
-    return {key: value for key, value in values.items()
-            if condition(specs[key]) is None or values[condition(specs[key])[0]] in condition(specs[key])[1]}
+    return {key: value for key, value in values.items() if _holds(specs[key], values)}
 
 
 def _checked_values(spec) -> list:
@@ -200,8 +206,10 @@ def check_each_value(space, check, where):
         raise ValueError(f"{where}: {error}") from None
     # the conditional ones first: a bad value is blamed on its own hyperparameter, not on the parent that enables it
     for key, spec in sorted(specs.items(), key=lambda item: condition(item[1]) is None):
-        base = first if condition(spec) is None else {**first, condition(spec)[0]: condition(spec)[1][0]}
-        for value in _checked_values(spec)[0 if condition(spec) and base != first else 1:]:
+        parent = condition(spec)
+        base = first if parent is None else {**first, parent[0]: parent[1][0]}
+        # the first value was checked above unless the condition moved the parent away from its first value
+        for value in _checked_values(spec)[0 if base != first else 1:]:
             try:
                 check(_active(specs, {**base, key: value}))
             except ValueError as error:
@@ -217,6 +225,11 @@ def is_json_choice(values):
 def _as_declared(spec, value):
     """`value` of hyperparameter `spec` as Keras Tuner holds it (a choice with `null` or mixed kinds: JSON text)."""
     return json.dumps(value) if spec["type"] == "choice" and is_json_choice(spec["values"]) else value
+
+
+def as_setting(spec, value):
+    """A value Keras Tuner holds for hyperparameter `spec`, as the zoo setting (`_as_declared` undone)."""
+    return json.loads(value) if spec["type"] == "choice" and is_json_choice(spec["values"]) else value
 
 
 def declare(hp, space) -> dict:
@@ -240,5 +253,5 @@ def declare(hp, space) -> dict:
         else:
             value = hp.Fixed(key, spec["value"], **scope)
         if parent is None or hp.is_active(key):
-            values[key] = json.loads(value) if kind == "choice" and is_json_choice(spec["values"]) else value
+            values[key] = as_setting(spec, value)
     return values

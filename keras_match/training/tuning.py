@@ -42,7 +42,7 @@ from keras_match import zoo
 from keras_match.artifacts import storage
 from keras_match.metrics import figure_name
 from keras_match.training.recipe import Recipe
-from keras_match.training.spaces import check_each_value, declare, is_json_choice, read_space, space_for
+from keras_match.training.spaces import as_setting, check_each_value, declare, read_space, space_for
 
 __all__ = ["space_for", "read_space", "declare", "MatchHyperModel", "make_tuner", "trial_rows", "write_results",
            "distributed_role", "SearchWriteError", "TUNERS"]
@@ -346,8 +346,7 @@ def _row(oracle, trial, space):
     seconds = metrics.get_last_value("trial_seconds") if metrics.exists("trial_seconds") else None
     specs = space["hyperparameters"]
     hps = trial.hyperparameters  # a hyperparameter whose "when" fails in this trial is left out
-    values = {k: (json.loads(v) if specs[k]["type"] == "choice" and is_json_choice(specs[k]["values"]) else v)
-              for k, v in hps.values.items() if k in specs and hps.is_active(k)}
+    values = {k: as_setting(specs[k], v) for k, v in hps.values.items() if k in specs and hps.is_active(k)}
     return {"trial": trial.trial_id, "status": str(trial.status), "hyperparameters": values, "objective": objective,
             "dev": None if dev is None else float(dev), "epochs": epochs,
             "seconds": None if seconds is None else round(float(seconds), 1),
@@ -390,10 +389,9 @@ def write_results(tuner, hypermodel, directory) -> dict:
             writer = csv.writer(f)
             writer.writerow(["trial", "status", *keys, rows[0]["objective"] if rows else "dev", "epochs", "seconds",
                              "error"])
-            for r in rows:
-                writer.writerow([r["trial"], r["status"], *(json.dumps(r["hyperparameters"][k]) if k in r["hyperparameters"] else ""
-                                                           for k in keys),
-                                 r["dev"], r["epochs"], r["seconds"], r["error"] or ""])
+            for r in rows:  # a hyperparameter whose "when" failed in the trial: an empty cell
+                cells = [json.dumps(r["hyperparameters"][k]) if k in r["hyperparameters"] else "" for k in keys]
+                writer.writerow([r["trial"], r["status"], *cells, r["dev"], r["epochs"], r["seconds"], r["error"] or ""])
 
     storage.atomic_write(files["csv"], write_csv)
     storage.write_text(files["json"], json.dumps(rows, indent=2) + "\n")
