@@ -794,13 +794,19 @@ def _not_run(row, columns):
     return f"| {row['label']} | `{row['model']}` | not run yet |" + " – |" * columns
 
 
+FROZEN_LABEL = "MiniLM frozen"
+"""The label of the issue-57 plans' rows over MiniLM's frozen states: each other transformer-input row is paired
+with the frozen row of its model (`_encoder_benchmark`)."""
+
+
 def _encoder_benchmark(plan_folder, dataset, glove, papers, splits=None):
     """Issue 57's table for one benchmark: BM25 and the zero-shot bi-encoder (no training), the families' GloVe
     entries (`glove`: (result folder, row numbers) pairs), every row of the transformer-encoder plan
     (`benchmarks/ablations/<plan_folder>.json`; a row without a result file yet is listed as not run), the papers'
     figures (`papers`: zoo entry files, their `reported`); then each transformer-input family row against the plain
-    cross-encoder of the same plan, paired by seed. `splits` maps the runs' dev and test splits to the dataset's
-    splits that BM25 and the zero-shot bi-encoder were scored on (None: not scored there); default the same."""
+    cross-encoder of the same plan and against its model's frozen-MiniLM row (`FROZEN_LABEL`), paired by seed.
+    `splits` maps the runs' dev and test splits to the dataset's splits that BM25 and the zero-shot bi-encoder
+    were scored on (None: not scored there); default the same."""
     import statistics
 
     from summarize import cell
@@ -841,8 +847,9 @@ def _encoder_benchmark(plan_folder, dataset, glove, papers, splits=None):
             lines.append(trained(label, name, group["runs"]))
             measured.append((name, label, group["runs"]))
     cross = [runs for name, _, runs in measured if name.startswith("cross_encoder")]
-    families = [(f"`{name}`, {label}", runs) for name, label, runs in measured
-                if cross and not name.startswith(("cross_encoder", "bi_encoder"))]
+    frozen = {name: runs for name, label, runs in measured if label == FROZEN_LABEL}
+    families = [(f"`{name}`, {label}", runs, frozen.get(name) if label != FROZEN_LABEL else None)
+                for name, label, runs in measured if cross and not name.startswith(("cross_encoder", "bi_encoder"))]
     for paper_entry in papers:
         reported = json.loads((ROOT / "zoo" / paper_entry).read_text(encoding="utf-8"))["reported"]
         given = {figure: f"{reported[figure]:.3f}" if figure in reported else "–" for figure in ("map", "mrr", "p@1")}
@@ -850,9 +857,11 @@ def _encoder_benchmark(plan_folder, dataset, glove, papers, splits=None):
                      f"`{paper_entry.split('/')[-1][:-5]}` | – | – | {given['map']} | {given['mrr']} | {given['p@1']} | "
                      f"– | – | – |")
     if families:
-        lines += ["", "| transformer-input row | minus the cross-encoder, test MAP (paired by seed) | seeds |",
-                  "|---|---|---|"]
-        lines += ["| {} | {} | {} |".format(row, *_paired(runs, cross[0])) for row, runs in families]
+        lines += ["", "| transformer-input row | minus the cross-encoder, test MAP (paired by seed) | seeds | "
+                  "minus the same model over frozen MiniLM, test MAP (paired by seed) | seeds |", "|---|---|---|---|---|"]
+        lines += ["| {} | {} | {} | {} | {} |".format(row, *_paired(runs, cross[0]),
+                                                     *(_paired(runs, base) if base else ("–", "–")))
+                  for row, runs, base in families]
     return "\n".join(lines)
 
 
