@@ -3,6 +3,28 @@ import pathlib
 
 import pytest
 
+
+def _pin_xdist_worker():
+    """Pin this pytest-xdist worker to its own share of the CPUs (worker k of n: CPUs k, k + n, ...), before
+    TensorFlow is imported, so that its thread pools are sized for that share (TensorFlow counts the CPUs it may
+    run on). Unpinned, each of `-n 2`'s workers ran two intra-op and two inter-op threads on the 2-core machine,
+    four busy threads on two cores; the measured effect is in CONTRIBUTING.md ("Tests"). Nothing is pinned
+    outside xdist, with more workers than CPUs, or when `KERAS_MATCH_TEST_PINNING=0`. Returns the CPUs kept."""
+    worker, count = os.environ.get("PYTEST_XDIST_WORKER", ""), os.environ.get("PYTEST_XDIST_WORKER_COUNT", "")
+    if os.environ.get("KERAS_MATCH_TEST_PINNING", "1") == "0" or not hasattr(os, "sched_setaffinity"):
+        return None
+    if not (worker.startswith("gw") and worker[2:].isdigit() and count.isdigit()):
+        return None
+    cpus, k, n = sorted(os.sched_getaffinity(0)), int(worker[2:]), int(count)
+    if n > len(cpus):
+        return None
+    share = set(cpus[k::n])
+    os.sched_setaffinity(0, share)
+    return share
+
+
+PINNED_CPUS = _pin_xdist_worker()  # first: nothing above imports TensorFlow
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 # Tests never reach the internet: a benchmark missing from the user cache would be fetched from GitHub; here any
 # such fetch goes to a closed local port and fails (tests that fetch serve the originals on 127.0.0.1 themselves).

@@ -10,6 +10,7 @@ parent compares with the Keras model scoring the same pairs the way training doe
 
 import base64
 import json
+import os
 import pathlib
 import re
 import shutil
@@ -215,11 +216,12 @@ EXPORTER = textwrap.dedent(
     out.write_text(json.dumps(made))
     """
 )
-EXPORT_PROCESSES = 2
+EXPORT_PROCESSES = min(2, len(os.sched_getaffinity(0))) if hasattr(os, "sched_getaffinity") else 2
 """Exporting (tracing every signature, writing the SavedModel and its warmup records, converting to ONNX) takes
 about 8-29 s an entry on one core of this machine (SavedModel 4-9 s, ONNX 3-20 s; mcan_fm the slowest): the
 entries are exported by two processes at once, each building its entries' models with the weights this process
-builds them with."""
+builds them with; by one when this process may run on one CPU only (a pytest-xdist worker of `-n 2` on two
+CPUs, pinned by `tests/conftest.py`: a second exporter would only take turns with the first on that CPU)."""
 
 
 @pytest.fixture(scope="module")
