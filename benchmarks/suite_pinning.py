@@ -44,9 +44,20 @@ def one_pass(files, pinned: bool, workers: int, junit_dir: str, index: int) -> d
                            "-p", "no:cacheprovider", f"--junitxml={report}", *files], env=env,
                           capture_output=True, text=True)
     wall = time.perf_counter() - started
-    summary = suite_durations.summarize(report, top=5)
+    try:
+        summary = suite_durations.summarize(report, top=5)
+    except ValueError:  # pytest ran no test (a usage error, a missing file, a broken conftest ...): say what it said
+        last = (done.stdout.strip() or done.stderr.strip() or "no output").splitlines()[-1]  # pytest's summary
+        raise SystemExit(f"suite_pinning.py: pass {index} ({'pinned' if pinned else 'unpinned'}) ran no test, "
+                         f"pytest exited {done.returncode}: {last}") from None
     return {"pinned": pinned, "wall_seconds": round(wall, 1), "returncode": done.returncode,
             "outcomes": summary["outcomes"], "summed_test_seconds": summary["summed_test_seconds"]}
+
+
+def _medians(passes, figure) -> dict:
+    """`{"pinned": median, "unpinned": median}` of `figure` over the passes of each kind."""
+    return {key: statistics.median(p[figure] for p in passes if p["pinned"] == pinned)
+            for key, pinned in (("pinned", True), ("unpinned", False))}
 
 
 def main(argv=None) -> int:
@@ -67,10 +78,8 @@ def main(argv=None) -> int:
                 passes.append(result)
                 print(json.dumps(result), file=sys.stderr, flush=True)  # progress: each pass as it ends
     failed = [p for p in passes if p["returncode"] != 0]
-    median = {key: statistics.median(p["wall_seconds"] for p in passes if p["pinned"] == pinned)
-              for key, pinned in (("pinned", True), ("unpinned", False))}
-    summed = {key: statistics.median(p["summed_test_seconds"] for p in passes if p["pinned"] == pinned)
-              for key, pinned in (("pinned", True), ("unpinned", False))}
+    median = _medians(passes, "wall_seconds")
+    summed = _medians(passes, "summed_test_seconds")
     print(json.dumps({
         "files": args.files, "workers": args.workers, "cpus": sorted(os.sched_getaffinity(0)),
         "passes": passes, "median_wall_seconds": median, "median_summed_test_seconds": summed,

@@ -7,9 +7,9 @@ import pytest
 def _pin_xdist_worker():
     """Pin this pytest-xdist worker to its own share of the CPUs (worker k of n: CPUs k, k + n, ...), before
     TensorFlow is imported, so that its thread pools are sized for that share (TensorFlow counts the CPUs it may
-    run on). Unpinned, each of `-n 2`'s workers ran two intra-op and two inter-op threads on the 2-core machine,
-    four busy threads on two cores; the measured effect is in CONTRIBUTING.md ("Tests"). Nothing is pinned
-    outside xdist, with more workers than CPUs, or when `KERAS_MATCH_TEST_PINNING=0`. Returns the CPUs kept."""
+    run on) and the processes it starts stay on it. Measured against unpinned workers it saves little (CONTRIBUTING.md,
+    "Tests": the workers' time is the tests' own work). Nothing is pinned outside xdist, with more workers than
+    CPUs, or when `KERAS_MATCH_TEST_PINNING=0`. Returns the CPUs kept."""
     worker, count = os.environ.get("PYTEST_XDIST_WORKER", ""), os.environ.get("PYTEST_XDIST_WORKER_COUNT", "")
     if os.environ.get("KERAS_MATCH_TEST_PINNING", "1") == "0" or not hasattr(os, "sched_setaffinity"):
         return None

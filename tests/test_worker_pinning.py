@@ -54,7 +54,7 @@ def _fake_pass(walls, failing=()):
 
     def one_pass(files, pinned, workers, junit_dir, index):
         calls.append(pinned)
-        return {"pinned": pinned, "wall_seconds": walls[pinned][len([c for c in calls if c == pinned]) - 1],
+        return {"pinned": pinned, "wall_seconds": walls[pinned][calls.count(pinned) - 1],
                 "returncode": 1 if index in failing else 0, "outcomes": {"passed": 3},
                 "summed_test_seconds": 2 * walls[pinned][0]}
     return one_pass, calls
@@ -78,3 +78,9 @@ def test_a_failing_pass_fails_the_benchmark(monkeypatch, capsys):
     monkeypatch.setattr(module, "one_pass", one_pass)
     assert module.main([]) == 1
     assert json.loads(capsys.readouterr().out)["failed_passes"] == 1
+
+
+def test_a_pass_that_runs_no_test_is_one_line(tmp_path, capsys):
+    module = benchmark_module("suite_pinning")
+    with pytest.raises(SystemExit, match=r"pass 0 \(pinned\) ran no test, pytest exited 5: no tests ran"):
+        module.one_pass([str(tmp_path / "no-such-file.py")], True, 1, str(tmp_path), 0)
