@@ -470,34 +470,52 @@ def carnn_dialog_history():
     return "\n".join(lines)
 
 
-def carnn_dialog_task6_history():
-    """Issue 58: nCARNN on dialog bAbI task 6 with the history cut changed (`benchmarks/ablations/
-    carnn_dialog_task6_history.json`), beside row 0 of `carnn_dialog_task6.json` (the presets' cut, the same entry,
-    settings and seeds), with each row's test per-response accuracy minus row 0's, paired by seed."""
+def _task6_variant(plan_folder, columns):
+    """Issue 58's nCARNN rows on dialog bAbI task 6 that change one thing (`benchmarks/ablations/<plan_folder>.json`),
+    beside row 0 of `carnn_dialog_task6.json` (the presets: the same entry, settings and seeds), with each row's
+    test per-response accuracy minus row 0's, paired by seed. `columns`: (heading, the row's value from its `set`
+    settings, the presets' value) for the settings the plan changes."""
     from summarize import cell
 
     baseline = _plan_row_groups("carnn_dialog_task6")[0]
     base_runs = _row_runs(baseline[1])
-    lines = ["| row | history_cut | max_turns | seeds | dev per-response | test per-response | test per-dialog | "
-             "test per-response minus the presets' cut (paired seeds) | epochs | wall s |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    headings = " | ".join(heading for heading, _, _ in columns)
+    lines = [f"| row | {headings} | seeds | dev per-response | test per-response | test per-dialog | "
+             "test per-response minus the presets (paired seeds) | epochs | wall s |",
+             "|---|" + "---|" * (len(columns) + 7)]
 
-    def line(label, cut, turns, runs, paired):
-        return (f"| {label} | {cut} | {turns} | {_seeds(runs)} | {_mean(runs, 'dev', 'per_response_accuracy')} | "
-                f"{_mean(runs, 'test', 'per_response_accuracy')} | {_mean(runs, 'test', 'per_dialog_accuracy')} | "
-                f"{paired} | {cell([r['epochs_run'] for r in runs], 1)} | {_wall(runs)} |")
+    def line(label, values, runs, paired):
+        return (f"| {label} | {' | '.join(map(str, values))} | {_seeds(runs)} | "
+                f"{_mean(runs, 'dev', 'per_response_accuracy')} | {_mean(runs, 'test', 'per_response_accuracy')} | "
+                f"{_mean(runs, 'test', 'per_dialog_accuracy')} | {paired} | "
+                f"{cell([r['epochs_run'] for r in runs], 1)} | {_wall(runs)} |")
 
-    lines.append(line(baseline[0]["label"], "oldest", 30, base_runs, "–"))
-    for row, groups in _plan_row_groups("carnn_dialog_task6_history"):
-        settings = row.get("set", {})
-        cut, turns = settings.get("history_cut", "oldest"), settings.get("max_turns", 30)
+    lines.append(line(baseline[0]["label"], [preset for _, _, preset in columns], base_runs, "–"))
+    for row, groups in _plan_row_groups(plan_folder):
+        values = [value(row.get("set", {})) for _, value, _ in columns]
         runs = _row_runs(groups)
         if not runs:
-            lines.append(f"| {row['label']} | {cut} | {turns} | not run yet |" + " – |" * 6)
+            lines.append(f"| {row['label']} | {' | '.join(map(str, values))} | not run yet |" + " – |" * 6)
             continue
         difference, seeds = _paired(runs, base_runs, figure="per_response_accuracy")
-        lines.append(line(row["label"], cut, turns, runs, difference if seeds == "–" else f"{difference} ({seeds})"))
+        lines.append(line(row["label"], values, runs, difference if seeds == "–" else f"{difference} ({seeds})"))
     return "\n".join(lines)
+
+
+def carnn_dialog_task6_history():
+    """Issue 58: nCARNN on dialog bAbI task 6 with the history cut changed (`benchmarks/ablations/
+    carnn_dialog_task6_history.json`) beside the presets' cut (`_task6_variant`)."""
+    return _task6_variant("carnn_dialog_task6_history", [
+        ("history_cut", lambda settings: settings.get("history_cut", "oldest"), "oldest"),
+        ("max_turns", lambda settings: settings.get("max_turns", 30), 30)])
+
+
+def carnn_dialog_task6_width():
+    """Issue 58: nCARNN on dialog bAbI task 6 at the paper's width and between (`benchmarks/ablations/
+    carnn_dialog_task6_width.json`: 512 and 1,024 units) beside the presets' 256 (`_task6_variant`)."""
+    return _task6_variant("carnn_dialog_task6_width", [
+        ("units", lambda settings: f"{settings.get('units', 256):,}", 256),
+        ("precision", lambda settings: settings.get("precision", "float32"), "float32")])
 
 
 def carnn_dialog_units():
@@ -990,6 +1008,7 @@ TABLES = {
     "carnn-dialog-history": carnn_dialog_history,
     "carnn-dialog-history-lengths": carnn_dialog_history_lengths,
     "carnn-dialog-task6-history": carnn_dialog_task6_history,
+    "carnn-dialog-task6-width": carnn_dialog_task6_width,
     "carnn-dialog-units": carnn_dialog_units,
     "carnn-dialog-errors": carnn_dialog_errors,
     "carnn-dialog-update-slots": carnn_dialog_update_slots,
