@@ -959,20 +959,27 @@ def transformer_encoders_speed():
     """Issue 57's speed table (benchmarks/encoder_speed.py, `transformer_encoders_speed/NN-<entry>.json`): each
     transformer-input model beside its GloVe entry, its parameters, preset size, serving latency of 1 question x 30
     candidates through the SavedModel's `rank` signature and ONNX Runtime, and its training seconds per epoch (the
-    mean epoch of each run in the row's training result files, over those runs: `_epoch_seconds`)."""
+    mean epoch of each run in the row's training result files, over those runs: `_epoch_seconds`), for a top-2
+    row also with MiniLM's layers at their own learning rate (its `train_backbone_rate` result files)."""
 
     import encoder_speed
     from summarize import cell
 
     lines = ["| benchmark | input | model | parameters (M) | trained (M) | preset MB | train s / epoch (runs) | "
-             "rank 1 x 30 p50 / p99 ms | ONNX 1 x 30 p50 / p99 ms | batch 256 pairs / s |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
-    for index, row in enumerate(encoder_speed.ROWS):
-        folder, train_row = row["train"]
+             "train s / epoch, MiniLM at 2e-5 (runs) | rank 1 x 30 p50 / p99 ms | ONNX 1 x 30 p50 / p99 ms | "
+             "batch 256 pairs / s |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+
+    def train_seconds(where):
+        if where is None:
+            return "–"
+        folder, train_row = where
         runs = _row_runs(_groups(sorted(RESULTS.glob(f"{folder}/{train_row:02d}-s*.json"))))
         epochs = [seconds for seconds in map(_epoch_seconds, runs) if seconds is not None]
+        return f"{cell(epochs, 0)} ({len(epochs)})" if epochs else "not run yet"
+
+    for index, row in enumerate(encoder_speed.ROWS):
         head = f"| {row['benchmark']} | {row['label']} | `{row['entry']}` |"
-        train = f"{cell(epochs, 0)} ({len(epochs)})" if epochs else "–"
+        train = f"{train_seconds(row['train'])} | {train_seconds(row.get('train_backbone_rate'))}"
         path = RESULTS / "transformer_encoders_speed" / encoder_speed.output_name(index, row)
         if not path.exists():
             lines.append(f"{head} not measured yet | – | – | {train} | – | – | – |")
