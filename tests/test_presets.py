@@ -530,6 +530,7 @@ def test_a_float16_preset_is_half_the_weights_scores_close_and_reports_its_figur
             assert abs(weights["difference"][split][key]) <= weights["max_abs_difference"]
             assert f"float16 {split}: " in out and f"{key} {weights['figures'][split][key]:.4f} " in out
     assert weights["max_abs_difference"] < 0.05  # a one-epoch model: close, not necessarily within 0.002
+    assert "reference_figures" not in weights  # a float32 run: its own figures are the float32 weights'
     card = (target / "README.md").read_text()
     assert "stored (float16)" in card and "The weights are stored in float16" in card
     assert f"test MAP {weights['figures']['test']['map']:.4f} (float32 {metrics['test']['map']:.4f}, " in card

@@ -303,14 +303,20 @@ def _float16_text(metadata) -> str:
     from keras_match.metrics import figure_name
 
     weights = metadata["weights"]
+    trained = metadata.get("trained_precision", "float32")
     text = ("The weights are stored in float16 (half the size of float32); loading casts them back to the model's "
-            "float32. The figures above are the run's, with its float32 weights. ")
+            "float32. The figures above are the run's, with its float32 weights"
+            + (f", computed in {trained}. " if trained != "float32" else ". "))
     measured = weights.get("figures")
     if not measured:
         return text + f"The float16 weights' figures were not measured ({weights.get('not_measured', 'no data')})."
+    reference = weights.get("reference_figures") or metadata.get("figures") or {}
+    if weights.get("reference_figures"):
+        text += ("Computed in float32, as a preset loads, the float32 weights give other figures (the float32 "
+                 "figures below), and the float16 weights are compared with those. ")
     parts = []
     for split, values in measured.items():
-        run = (metadata.get("figures") or {}).get(split) or {}
+        run = reference.get(split) or {}
         keys = [key for key in FIGURES if key in values and key in run]
         parts.append(f"{split} " + ", ".join(f"{figure_name(key)} {values[key]:.4f} "
                                              f"(float32 {run[key]:.4f}, {values[key] - run[key]:+.4f})"
@@ -398,8 +404,10 @@ def write_preset(run_dir, target_dir, *, card_notes=None, float16=False, compres
         float16: store the trained weights in float16 (about half the file; loading casts them back to the
             model's float32). The preset written is then loaded and scored on `benchmark`'s dev and test splits
             when its data is found: `metadata.json` `weights` records those figures, their difference from the
-            run's (float32) figures and the largest one (`max_abs_difference`); the model card says so. Without
-            the data, `weights.not_measured` says why.
+            float32 weights' figures and the largest one (`max_abs_difference`); the model card says so. The
+            float32 figures are the run's, or for a run that computed in another precision (`mixed_bfloat16`)
+            those of its float32 weights computed in float32 (`weights.reference_figures`). Without the data,
+            `weights.not_measured` says why.
         compress: gzip-compress the weights file's larger arrays (`COMPRESS_FROM` values or more) after HDF5's
             byte shuffle: the same weights in a smaller file (float16 MiniLM layers: about 7 % smaller), read back
             by `load_preset` as they are. For presets shipped in the package, whose size is budgeted.
@@ -518,7 +526,7 @@ def write_preset(run_dir, target_dir, *, card_notes=None, float16=False, compres
                 storage.write_text(staged / CARD_FILE, _card(config, metadata, card_notes))
                 runs.record_digests(staged)
                 if float16:  # the figures of the preset as written: loaded from its files, as a user loads it
-                    metadata["weights"].update(_float16_figures(staged, metadata, data_dir))
+                    metadata["weights"].update(_float16_figures(staged, metadata, data_dir, run))
                     runs.write_json(staged / METADATA_FILE, metadata)
                     storage.write_text(staged / CARD_FILE, _card(config, metadata, card_notes))
                     runs.record_digests(staged)
@@ -532,10 +540,16 @@ def write_preset(run_dir, target_dir, *, card_notes=None, float16=False, compres
     return target
 
 
-def _float16_figures(staged, metadata, data_dir) -> dict:
+def _float16_figures(staged, metadata, data_dir, run) -> dict:
     """`metadata.json` `weights` entries of a float16 preset: its figures on the benchmark's dev and test splits
-    (`figures`), their differences from the run's (`difference`, `max_abs_difference`), or why they were not
-    measured (`not_measured`)."""
+    (`figures`), their differences from those of the float32 weights (`difference`, `max_abs_difference`), or why
+    they were not measured (`not_measured`).
+
+    The float32 figures are the run's own when it computed in float32. A run that computed in another precision
+    (`trained_precision`, e.g. `mixed_bfloat16`) scores a little differently in float32, which is what a preset
+    loads in: its float32 weights (`run`, loaded in float32) are scored on the same splits
+    (`reference_figures`), so that the difference is what storing them in float16 changed, not the precision the
+    run computed in."""
     from keras_match.datasets.catalog import known_names
     from keras_match.datasets.download import DataError
 
@@ -555,5 +569,11 @@ def _float16_figures(staged, metadata, data_dir) -> dict:
             return {"benchmark": benchmark, "figures": None,
                     "not_measured": f"{benchmark} {split} has {values[count]} {count[4:]}, the run's figures "
                                     f"{reference[split][count]}: another variant of the data (give --dataset)"}
-    return {"benchmark": benchmark, "figures": measured, "difference": figure_differences(measured, reference),
+    extra = {}
+    if metadata.get("trained_precision", "float32") != "float32":
+        reference = measure(run, benchmark_dataset(benchmark, metadata.get("holdout_dev"), data_dir=data_dir,
+                                                   download=False))
+        extra = {"reference_figures": reference}
+    return {"benchmark": benchmark, "figures": measured, **extra,
+            "difference": figure_differences(measured, reference),
             "max_abs_difference": largest_figure_difference(measured, reference)}
