@@ -33,7 +33,7 @@ on the official dev split. Every shipped ranking preset on every ranking benchma
 
     python benchmarks/transfer.py --presets compare_aggregate_mult/wikiqa-answered \
         compare_aggregate_mult_minilm/wikiqa-answered ctrn/trecqa-raw ctrn_semeval/semeval2016 \
-        iwan_ncarnn/trecqa-clean lc_lstm/trecqa-clean mcan_fm/trecqa-clean \
+        iwan_ncarnn/trecqa-clean iwan_ncarnn_minilm/trecqa-clean lc_lstm/trecqa-clean mcan_fm/trecqa-clean \
         --datasets trecqa-raw trecqa-clean wikiqa wikiqa-answered semeval2016:dev \
         > benchmarks/results/transfer/presets-test.json
 """
