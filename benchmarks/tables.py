@@ -605,12 +605,13 @@ def coupled_lstm_sick():
 def shipped_presets():
     """The trained presets shipped in the package (`keras_match/presets/<entry>/<dataset>/metadata.json`, written
     by benchmarks/ship_presets.py): the seed chosen on dev, the shipped weights' figures, the run's own test
-    figures beside them and the weights' storage."""
+    figures beside them (its float32 weights, computed in the precision it trained in, named where not float32)
+    and the weights' storage."""
     import keras_match
 
     root = pathlib.Path(keras_match.__file__).parent / "presets"
     lines = ["| preset | seed | dev MAP / accuracy | test MAP / MRR / P@1, accuracy / macro-F1 or per-response / "
-             "per-dialog accuracy | the run's test figures (float32) | weights | preset on disk |",
+             "per-dialog accuracy | the run's test figures (its float32 weights) | weights | preset on disk |",
              "|---|---|---|---|---|---|---|"]
     paths = sorted(root.glob("*/*/metadata.json"))
     if not paths:
@@ -628,9 +629,11 @@ def shipped_presets():
         names = next(names for names in (("map", "mrr", "p@1"), ("accuracy", "macro_f1"),
                                          ("per_response_accuracy", "per_dialog_accuracy")) if names[0] in test)
         size = sum(f.stat().st_size for f in path.parent.iterdir() if f.is_file())
+        trained = meta.get("trained_precision", "float32")
+        computed = f" (computed in {trained})" if trained != "float32" else ""
         lines.append(f"| `{path.parent.parent.name}/{path.parent.name}` | {meta['seed']} | "
                      f"{figures(shipped['dev'], names[:1])} | {figures(shipped['test'], names)} | "
-                     f"{figures(meta['figures']['test'], names)} | {meta['weights']['dtype']}, "
+                     f"{figures(meta['figures']['test'], names)}{computed} | {meta['weights']['dtype']}, "
                      f"{meta['weights']['bytes'] / 1e6:.1f} MB | {size / 1e6:.1f} MB |")
     return "\n".join(lines)
 
