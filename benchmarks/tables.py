@@ -602,6 +602,34 @@ def coupled_lstm_sick():
                                              ("snli:dev", ["accuracy"]), ("snli", ["accuracy"])], RANKING)
 
 
+def coupled_lstm_sick_lr():
+    """Issue 58: the Coupled-LSTMs paper's learning-rate grid on SICK (`benchmarks/ablations/coupled_lstm_sick_lr.json`)
+    beside each entry's own rate 0.005 (`coupled_lstm_sick.json`, the same seeds), with each row's test accuracy
+    minus its entry's at 0.005, paired by seed."""
+    from summarize import cell
+
+    baselines = {row["model"]: _row_runs(groups) for row, groups in _plan_row_groups("coupled_lstm_sick")}
+    lines = ["| entry | learning rate | seeds | dev accuracy | test accuracy | test macro-F1 | test accuracy minus "
+             "lr 0.005 (paired seeds) | epochs | wall s |", "|---|---|---|---|---|---|---|---|---|"]
+
+    def line(model, rate, runs, paired):
+        return (f"| `{model}` | {rate} | {_seeds(runs)} | {_mean(runs, 'dev', 'accuracy')} | "
+                f"{_mean(runs, 'test', 'accuracy')} | {_mean(runs, 'test', 'macro_f1')} | {paired} | "
+                f"{cell([r['epochs_run'] for r in runs], 1)} | {_wall(runs)} |")
+
+    rows = _plan_row_groups("coupled_lstm_sick_lr")
+    for model in dict.fromkeys(row["model"] for row, _ in rows):
+        lines.append(line(model, "0.005 (Table 1)", baselines.get(model, []), "–"))
+        for row, groups in [(row, groups) for row, groups in rows if row["model"] == model]:
+            rate, runs = row["set"]["learning_rate"], _row_runs(groups)
+            if not runs:
+                lines.append(f"| `{model}` | {rate} | not run yet |" + " – |" * 6)
+                continue
+            difference, seeds = _paired(runs, baselines.get(model, []), figure="accuracy")
+            lines.append(line(model, rate, runs, difference if seeds == "–" else f"{difference} ({seeds})"))
+    return "\n".join(lines)
+
+
 def shipped_presets():
     """The trained presets shipped in the package (`keras_match/presets/<entry>/<dataset>/metadata.json`, written
     by benchmarks/ship_presets.py): the seed chosen on dev, the shipped weights' figures, the run's own test
@@ -1019,6 +1047,7 @@ TABLES = {
     "carnn-dialog-history-lengths": carnn_dialog_history_lengths,
     "carnn-dialog-task6-history": carnn_dialog_task6_history,
     "carnn-dialog-task6-width": carnn_dialog_task6_width,
+    "coupled-lstm-sick-lr": coupled_lstm_sick_lr,
     "carnn-dialog-units": carnn_dialog_units,
     "carnn-dialog-errors": carnn_dialog_errors,
     "carnn-dialog-update-slots": carnn_dialog_update_slots,
