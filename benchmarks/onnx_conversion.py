@@ -4,14 +4,18 @@
 constants included, for each of its optimizer passes, so a model with frozen GloVe vectors (a 400,000 x 50
 matrix, 80 MB) took most of a minute and several GB to convert. `to_onnx` now converts such a model with a
 one-row stand-in for each embedding matrix and puts the matrices back afterwards
-(`keras_match.serving.export._convert_with_stand_ins`, verified on the same samples as before, the usual conversion when
-the stand-in conversion is refused). This script measures both ways for each preset: the preset is loaded and
-exported as a SavedModel once, then each conversion runs in a fresh process (so that the peak resident memory is
-the conversion's: the process imports TensorFlow, loads the SavedModel, converts and verifies), and reports the
-wall time of `to_onnx`, the process's peak RSS, the model's size, the largest score difference from TensorFlow,
-and the largest difference between the two ONNX models' outputs on the verification samples.
+(`keras_match.serving.onnx_export._convert_with_stand_ins`, verified on the same samples as before, the usual
+conversion when the stand-in conversion is refused). The matrices are stood in for before TensorFlow's graph
+optimizer (grappler) runs on the frozen graph, which copies every constant for its passes too; at first they were
+stood in for only after it. This script measures the ways of `--ways` (`WAYS`) for each preset: the preset is
+loaded and exported as a SavedModel once, then each conversion runs in a fresh process (so that the peak resident
+memory is the conversion's: the process imports TensorFlow, loads the SavedModel, converts and verifies), and
+reports the wall time of `to_onnx`, the process's peak RSS, the model's size, the largest score difference from
+TensorFlow, and the largest difference of each way's ONNX outputs from the first way's on the verification samples.
 
     python benchmarks/onnx_conversion.py [PRESET ...] > benchmarks/results/export/onnx_conversion.json
+    python benchmarks/onnx_conversion.py --ways stand_ins after_grappler \
+        > benchmarks/results/export/onnx_conversion_early.json
 
 Default: every shipped preset (`keras_match.artifacts.presets.trained()`). Needs the `onnx` and `glove` extras, no data.
 Numbers are from whatever CPU runs it (the JSON's provenance records the machine and its load average).
@@ -35,10 +39,12 @@ CHILD = textwrap.dedent(
     """
     import json, pathlib, resource, sys, time
     import numpy as np
-    from keras_match.serving import export
+    from keras_match.serving import export, onnx_export
     version, target, way = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]), sys.argv[3]
-    if way == "usual":
-        export.ONNX_STAND_IN_BYTES = float("inf")  # no constant is stood in for: tf2onnx converts the whole graph
+    if way == "usual":  # no constant is stood in for: tf2onnx converts the whole graph (set where it is read:
+        onnx_export.ONNX_STAND_IN_BYTES = float("inf")  # `export` only re-exports to_onnx)
+    elif way == "after_grappler":  # stood in for only in the graph TensorFlow's optimizer has already copied
+        onnx_export.ONNX_EARLY_STAND_INS = False
     started = time.perf_counter()
     made = export.to_onnx(version, target)
     seconds = time.perf_counter() - started
@@ -57,6 +63,12 @@ CHILD = textwrap.dedent(
 )
 
 
+WAYS = ("stand_ins", "after_grappler", "usual")
+"""`stand_ins`: `to_onnx` as it is (the matrices stood in for before TensorFlow's graph optimizer runs on the
+frozen graph); `after_grappler`: stood in for only after that optimizer (`ONNX_EARLY_STAND_INS` off, the way before
+it); `usual`: no stand-in, tf2onnx converts the whole graph."""
+
+
 def convert(version: pathlib.Path, target: pathlib.Path, way: str) -> dict:
     """One conversion in a fresh process: its figures (the outputs on the samples kept for the comparison)."""
     started = time.perf_counter()
@@ -65,6 +77,8 @@ def convert(version: pathlib.Path, target: pathlib.Path, way: str) -> dict:
     if done.returncode != 0:
         raise SystemExit(f"the {way} conversion of {version} failed: {done.stderr[-2000:]}")
     result = json.loads(done.stdout.strip().splitlines()[-1])
+    if way == "usual" and result["stood_in"]:
+        raise SystemExit(f"the usual conversion of {version} stood in for {result['stood_in']}: it measured nothing")
     result["process_seconds"] = round(time.perf_counter() - started, 2)
     return result
 
@@ -75,6 +89,8 @@ def main(argv=None):
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("presets", nargs="*", help="preset names (default: every shipped preset)")
+    parser.add_argument("--ways", nargs="+", choices=WAYS, default=list(WAYS),
+                        help="the conversions to measure, each preset's in this order (default: all three)")
     args = parser.parse_args(argv)
     names = args.presets or presets.trained()
     started = time.time()
@@ -85,11 +101,14 @@ def main(argv=None):
         for index, name in enumerate(names):
             print(f"[{index + 1}/{len(names)}] {name}", file=sys.stderr, flush=True)
             version = export.saved_model(presets.load_preset(name), work / f"export-{index}", warmup=False)
-            ways = {way: convert(version, work / f"onnx-{index}-{way}", way) for way in ("stand_ins", "usual")}
+            ways = {way: convert(version, work / f"onnx-{index}-{way}", way) for way in args.ways}
             outputs = {way: ways[way].pop("outputs") for way in ways}
-            between = max(float(np.max(np.abs(np.asarray(a) - np.asarray(b)), initial=0.0))
-                          for a, b in zip(outputs["stand_ins"], outputs["usual"]))
-            rows[name] = dict(ways, max_abs_diff_between_the_two=between)
+            first = args.ways[0]
+            for way in args.ways[1:]:  # the largest difference of each way's outputs from the first way's
+                ways[way][f"max_abs_diff_from_{first}"] = max(
+                    float(np.max(np.abs(np.asarray(a) - np.asarray(b)), initial=0.0))
+                    for a, b in zip(outputs[first], outputs[way]))
+            rows[name] = ways
     result = {
         "presets": rows,
         "provenance": provenance.collect(started, load_average_at_start=[round(x, 2) for x in load_average]),

@@ -243,6 +243,88 @@ def test_each_embedding_matrix_gets_its_own_stand_in(run, tmp_path, shared):
     np.testing.assert_allclose(scores, model.predict(ids, verbose=0)[:, 1], atol=1e-5)
 
 
+def _graphs_grappler_sees(monkeypatch):
+    """Spy on tf2onnx's call of TensorFlow's graph optimizer: for each graph it optimizes, the shapes of its
+    constants of at least `ONNX_STAND_IN_BYTES`."""
+    import tf2onnx
+
+    real, seen = tf2onnx.tf_loader.tf_optimize, []
+
+    def spy(inputs, outputs, graph_def):
+        seen.append(sorted(tuple(d.size for d in node.attr["value"].tensor.tensor_shape.dim) for node in graph_def.node
+                           if node.op == "Const"
+                           and len(node.attr["value"].tensor.tensor_content) >= onnx_export.ONNX_STAND_IN_BYTES))
+        return real(inputs, outputs, graph_def)
+
+    monkeypatch.setattr(tf2onnx.tf_loader, "tf_optimize", spy)
+    return seen
+
+
+def test_tensorflows_graph_optimizer_sees_one_row_stand_ins_not_the_embedding_matrices(run, tmp_path, monkeypatch):
+    """The matrices are stood in for before grappler runs on the frozen graph (it copies every constant for its
+    passes), a dense kernel of as many bytes is not (its shape is what grappler infers from), and both are in the
+    ONNX model as the Keras model has them, its scores the Keras model's."""
+    import keras
+    import onnx
+    import onnxruntime
+    from onnx import numpy_helper
+
+    vocab_size = run.preprocessor.vocab_size
+    wide = onnx_export.ONNX_STAND_IN_BYTES // (4 * 8) + 1  # a Dense(wide) kernel on 8 inputs: as large as a matrix
+    inputs = {name: keras.Input((None,), dtype="int32", name=name) for name in ("question", "answer")}
+    pooled = [keras.layers.GlobalAveragePooling1D()(keras.layers.Embedding(vocab_size, 4)(x)) for x in inputs.values()]
+    hidden = keras.layers.Dense(wide, activation="tanh")(keras.layers.Concatenate()(pooled))
+    model = keras.Model(inputs, keras.layers.Dense(2, activation="softmax", name="relevance_probabilities")(hidden))
+    rng = np.random.default_rng(0)
+    for weight in model.weights:
+        weight.assign(rng.normal(0, 0.5, tuple(weight.shape)).astype("float32"))
+    version = export.saved_model(model, tmp_path, warmup=False,
+                                 preprocessor=PairPreprocessor(run.preprocessor.encoder, 6, 6))
+    seen = _graphs_grappler_sees(monkeypatch)
+    made = export.to_onnx(version)
+    assert seen and all((vocab_size, 4) not in shapes for shapes in seen), seen  # never the matrices
+    assert (8, wide) in seen[0]  # the kernel as it is
+    stood_in = json.loads((made.path.parent / "keras_match.json").read_text())["onnx"]["stood_in"]
+    arrays = {i.name.split(":")[0]: numpy_helper.to_array(i) for i in onnx.load(str(made.path)).graph.initializer}
+    assert len(stood_in) == 2 and all(arrays[name].shape == (vocab_size, 4) for name in stood_in)
+    for weight in model.weights:  # every weight is in the model as Keras has it (the kernel transposed or not)
+        if len(weight.shape) == 2:
+            value = weight.numpy()
+            assert any(np.array_equal(a, value) or np.array_equal(a, value.T) for a in arrays.values()), weight.path
+    ids = pipeline.encode(PairPreprocessor(run.preprocessor.encoder, 6, 6), {"question": QUESTIONS, "answer": ANSWERS})
+    session = onnxruntime.InferenceSession(str(made.path), providers=["CPUExecutionProvider"])
+    (scores,) = session.run(["score"], ids)
+    np.testing.assert_allclose(scores, model.predict(ids, verbose=0)[:, 1], atol=1e-5)
+
+
+@pytest.mark.parametrize("how", ["refused", "failed"])
+def test_without_the_early_stand_ins_the_matrices_are_stood_in_after_grappler(run, tmp_path, monkeypatch, how):
+    """When the stand-ins put in before grappler are not accepted (`_frozen_with_early_stand_ins` finds one
+    missing or read by something else than a lookup) or freezing them fails, grappler optimizes the whole frozen
+    graph and the matrices are stood in for after it, as before: still in the model whole."""
+    import onnx
+    from onnx import numpy_helper
+
+    def early(*args):
+        if how == "failed":
+            raise ValueError("grappler failed")
+        return None, {}
+
+    monkeypatch.setattr(onnx_export, "_frozen_with_early_stand_ins", early)
+    seen = _graphs_grappler_sees(monkeypatch)
+    model, version = _tiny_export(run, tmp_path, shared=False)
+    made = export.to_onnx(version)
+    vocab_size = run.preprocessor.vocab_size
+    assert seen[0].count((vocab_size, 4)) == 2  # grappler saw both matrices
+    stood_in = json.loads((made.path.parent / "keras_match.json").read_text())["onnx"]["stood_in"]
+    matrices = [numpy_helper.to_array(i) for i in onnx.load(str(made.path)).graph.initializer
+                if i.name.split(":")[0] in stood_in]
+    embeddings = [w.numpy() for w in model.weights if tuple(w.shape) == (vocab_size, 4)]
+    assert len(stood_in) == len(matrices) == 2
+    assert all(any(np.array_equal(m, e) for m in matrices) for e in embeddings)
+    assert made.max_abs_diff <= 1e-4
+
+
 def test_a_refused_stand_in_conversion_falls_back_to_the_usual_one(run, tmp_path, monkeypatch):
     """A stand-in model that fails the verification (here: a matrix put back damaged) is dropped, and the model
     converted the usual way, the whole graph through tf2onnx, still verified."""

@@ -282,12 +282,14 @@ def _convert_with_stand_ins(tf2onnx, function, input_signature, opset):
     tf2onnx copies the whole graph, constants included, for each of its optimizer passes: a 400,000-word GloVe
     matrix (80 MB) made the conversion of a trained preset take 55-81 s and 4.2-9.6 GB of memory, and 13-35 s and
     about 3.1 GB with the stand-ins (this project's 2-core machine, `benchmarks/onnx_conversion.py`, file
-    `benchmarks/results/export/onnx_conversion.json`). The frozen graph is tf2onnx's own
-    (`tf2onnx.tf_loader.from_function`, as `tf2onnx.convert.from_function` makes it) and it is converted by
-    `tf2onnx.convert.from_graph_def`; a matrix is stood in for only when every reader of it is a `GatherV2` on
-    axis 0 that takes it as its params, and each distinct matrix gets a stand-in of its own value, so that
-    tf2onnx merges the stand-ins of one matrix read twice (a question and an answer encoder) as it merges the
-    matrix itself, and never two different matrices.
+    `benchmarks/results/export/onnx_conversion.json`). TensorFlow's graph optimizer (grappler), which tf2onnx runs
+    on the frozen graph first, copies the constants too, so the matrices are stood in for in the frozen graph before
+    it runs (`_frozen_with_early_stand_ins`), and only if those stand-ins are not accepted in the optimized graph
+    that tf2onnx makes itself (`tf2onnx.tf_loader.from_function`, as `tf2onnx.convert.from_function` makes it).
+    The optimized graph is converted by `tf2onnx.convert.from_graph_def`; a matrix is stood in for only when every
+    reader of it there is a `GatherV2` on axis 0 that takes it as its params, and each distinct matrix gets a
+    stand-in of its own value, so that tf2onnx merges the stand-ins of one matrix read twice (a question and an
+    answer encoder) as it merges the matrix itself, and never two different matrices.
 
     Returns:
         `(model_proto, names)`: the converted model with the matrices back and the names of the constants stood
@@ -295,14 +297,30 @@ def _convert_with_stand_ins(tf2onnx, function, input_signature, opset):
         the converted model (tf2onnx folded it into another constant), or when a stand-in is left under another
         name. The caller verifies the model and converts the usual way when it is refused.
     """
-    from onnx import numpy_helper
-
     concrete = function.get_concrete_function(*input_signature)
     if not any(_large_matrix(variable) for variable in concrete.variables):
         return None, []  # nothing to stand in for: not worth freezing the graph twice
     inputs = [t.name for t in concrete.inputs if t.dtype != tf.resource]
     outputs = [t.name for t in concrete.outputs if t.dtype != tf.resource]
+    if ONNX_EARLY_STAND_INS:
+        try:
+            graph_def, values = _frozen_with_early_stand_ins(tf2onnx, concrete, inputs, outputs)
+        except Exception:  # noqa: BLE001  (freezing or grappler failed on the stand-ins) stand in after grappler
+            graph_def, values = None, {}
+        if values:
+            made = _convert_stood_in(tf2onnx, concrete, graph_def, values, inputs, outputs, opset)
+            if made[0] is not None:
+                return made
     graph_def = tf2onnx.tf_loader.from_function(concrete, inputs, outputs)
+    values = _stand_in_embeddings(graph_def)
+    if not values:
+        return None, []
+    return _convert_stood_in(tf2onnx, concrete, graph_def, values, inputs, outputs, opset)
+
+
+def _embedding_only(graph_def, names):
+    """Whether every reader of each constant of `names` in `graph_def` is a `GatherV2` on axis 0 taking it as its
+    params (an embedding lookup)."""
     readers = {}
     for node in graph_def.node:
         for position, source in enumerate(node.input):
@@ -315,19 +333,96 @@ def _convert_with_stand_ins(tf2onnx, function, input_signature, opset):
             node.op == "GatherV2" and position == 0 and not ("batch_dims" in node.attr and node.attr["batch_dims"].i)
             and _constant_value(constants.get(node.input[2].split(":")[0])) == 0 for node, position in found)
 
+    return all(embedding_only(name) for name in names)
+
+
+def _stand_in(graph_def, accept):
+    """Replace each large floating-point matrix constant of `graph_def` (at least `ONNX_STAND_IN_BYTES`, in its
+    top-level nodes) for which `accept(name)` holds by a one-row stand-in, one distinct value per distinct matrix:
+    `{name: (matrix, stand-in)}`."""
     values, stand_ins = {}, {}
     for node in graph_def.node:
         if node.op != "Const" or len(node.attr["value"].tensor.tensor_content) < ONNX_STAND_IN_BYTES:
             continue
         value = tf.make_ndarray(node.attr["value"].tensor)
-        if value.ndim != 2 or value.dtype.kind != "f" or not embedding_only(node.name):
+        if value.ndim != 2 or value.dtype.kind != "f" or not accept(node.name):
             continue
         digest = (value.dtype.str, value.shape, node.attr["value"].tensor.tensor_content)
         marker = stand_ins.setdefault(digest, np.full((1, value.shape[1]), 0.5 + len(stand_ins), value.dtype))
         values[node.name] = (value, marker)
         node.attr["value"].tensor.CopyFrom(tf.make_tensor_proto(marker))
-    if not values:
-        return None, []
+    # the shapes a frozen graph records (`add_shapes`) of the matrices and what passes them on must agree
+    shapes = {tuple(value.shape): marker.shape for value, marker in values.values()}
+    for node in graph_def.node if shapes else []:
+        for shape in node.attr["_output_shapes"].list.shape if "_output_shapes" in node.attr else []:
+            if tuple(d.size for d in shape.dim) in shapes:
+                shape.CopyFrom(tf.TensorShape(shapes[tuple(d.size for d in shape.dim)]).as_proto())
+    return values
+
+
+def _stand_in_embeddings(graph_def):
+    """`_stand_in` for the matrices of tf2onnx's optimized graph that only embedding lookups read."""
+    return _stand_in(graph_def, lambda name: _embedding_only(graph_def, [name]))
+
+
+ONNX_EARLY_STAND_INS = True
+"""Whether `_convert_with_stand_ins` stands in for the matrices before TensorFlow's graph optimizer (grappler) runs
+on the frozen graph (`_frozen_with_early_stand_ins`), and not only after it, where grappler still handles them."""
+
+
+VOCABULARY_ROWS_PER_COLUMN = 16
+"""Before grappler, only a matrix with at least this many times as many rows as columns is stood in for: a
+vocabulary's embedding (GloVe's 400,000 x 50, MiniLM's 30,522 x 384), not a dense layer's kernel (MiniLM's
+1,536 x 384), which would change the shapes grappler infers. Whether it is only looked up is checked after."""
+
+
+def _frozen_with_early_stand_ins(tf2onnx, concrete, inputs, outputs):
+    """Freeze `concrete` as `tf2onnx.tf_loader.from_function` does, but stand in for every large matrix constant
+    (`VOCABULARY_ROWS_PER_COLUMN`) before grappler optimizes the frozen graph, then find the stand-ins in the
+    optimized graph by their values.
+
+    Grappler copies the graph, constants included, for its passes: on a preset with 400,000 GloVe words (80 MB)
+    it was about two fifths of the conversion's time with the stand-ins put in after it. Before grappler has
+    inlined the model's functions a constant's readers cannot be told, so every vocabulary-shaped matrix is stood
+    in for, and the stand-ins are accepted only if each is found in the optimized graph and read only by embedding
+    lookups there (`_embedding_only`).
+
+    Returns:
+        `(graph_def, {name: (matrix, stand-in)})` with names of the optimized graph; `(None, {})` when a stand-in
+        is not accepted (the caller then stands in after grappler, as before).
+    """
+    from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
+
+    frozen = convert_variables_to_constants_v2(concrete, lower_control_flow=False, aggressive_inlining=True)
+    graph_def = tf2onnx.tf_loader.fix_freezing_errors_part2(frozen.graph.as_graph_def(add_shapes=True))
+    shapes = {node.name: [d.size for d in node.attr["value"].tensor.tensor_shape.dim] for node in graph_def.node
+              if node.op == "Const"}
+    stood_in = _stand_in(graph_def, lambda name: shapes[name][0] >= VOCABULARY_ROWS_PER_COLUMN * shapes[name][1])
+    if not stood_in:
+        return None, {}
+    with tf.Graph().as_default() as graph, tf2onnx.tf_loader.tf_session(graph=graph) as session:
+        tf.import_graph_def(graph_def, name="")
+        inputs = tf2onnx.tf_loader.inputs_without_resource(session, inputs)
+        graph_def = tf2onnx.tf_loader.tf_optimize(inputs, outputs, graph_def)
+    markers = {marker.tobytes(): (value, marker) for value, marker in stood_in.values()}
+    values = {}
+    for node in graph_def.node:
+        if node.op == "Const" and node.attr["value"].tensor.tensor_shape.dim[:1] and \
+                node.attr["value"].tensor.tensor_shape.dim[0].size == 1:
+            found = markers.get(tf.make_ndarray(node.attr["value"].tensor).tobytes())
+            if found is not None:
+                values[node.name] = found
+    if {marker.tobytes() for _, marker in values.values()} != set(markers) or \
+            not _embedding_only(graph_def, list(values)):
+        return None, {}
+    return graph_def, values
+
+
+def _convert_stood_in(tf2onnx, concrete, graph_def, values, inputs, outputs, opset):
+    """Convert the optimized `graph_def` whose matrices `values` are stood in for, and put the matrices back into
+    the ONNX initializers (see `_convert_with_stand_ins`)."""
+    from onnx import numpy_helper
+
     renames = tf2onnx.convert.tensor_names_from_structed(concrete, inputs, outputs)
     proto, _ = _converting(lambda: tf2onnx.convert.from_graph_def(
         graph_def, input_names=inputs, output_names=outputs, opset=opset, tensors_to_rename=renames))
