@@ -318,9 +318,9 @@ def _convert_with_stand_ins(tf2onnx, function, input_signature, opset):
     return _convert_stood_in(tf2onnx, concrete, graph_def, values, inputs, outputs, opset)
 
 
-def _embedding_only(graph_def, names):
-    """Whether every reader of each constant of `names` in `graph_def` is a `GatherV2` on axis 0 taking it as its
-    params (an embedding lookup)."""
+def _lookup_only(graph_def):
+    """A predicate on constant names of `graph_def`: whether every reader of it is a `GatherV2` on axis 0 taking it
+    as its params (an embedding lookup)."""
     readers = {}
     for node in graph_def.node:
         for position, source in enumerate(node.input):
@@ -333,19 +333,19 @@ def _embedding_only(graph_def, names):
             node.op == "GatherV2" and position == 0 and not ("batch_dims" in node.attr and node.attr["batch_dims"].i)
             and _constant_value(constants.get(node.input[2].split(":")[0])) == 0 for node, position in found)
 
-    return all(embedding_only(name) for name in names)
+    return embedding_only
 
 
 def _stand_in(graph_def, accept):
     """Replace each large floating-point matrix constant of `graph_def` (at least `ONNX_STAND_IN_BYTES`, in its
-    top-level nodes) for which `accept(name)` holds by a one-row stand-in, one distinct value per distinct matrix:
-    `{name: (matrix, stand-in)}`."""
+    top-level nodes) for which `accept(name, matrix)` holds by a one-row stand-in, one distinct value per distinct
+    matrix: `{name: (matrix, stand-in)}`."""
     values, stand_ins = {}, {}
     for node in graph_def.node:
         if node.op != "Const" or len(node.attr["value"].tensor.tensor_content) < ONNX_STAND_IN_BYTES:
             continue
         value = tf.make_ndarray(node.attr["value"].tensor)
-        if value.ndim != 2 or value.dtype.kind != "f" or not accept(node.name):
+        if value.ndim != 2 or value.dtype.kind != "f" or not accept(node.name, value):
             continue
         digest = (value.dtype.str, value.shape, node.attr["value"].tensor.tensor_content)
         marker = stand_ins.setdefault(digest, np.full((1, value.shape[1]), 0.5 + len(stand_ins), value.dtype))
@@ -362,7 +362,8 @@ def _stand_in(graph_def, accept):
 
 def _stand_in_embeddings(graph_def):
     """`_stand_in` for the matrices of tf2onnx's optimized graph that only embedding lookups read."""
-    return _stand_in(graph_def, lambda name: _embedding_only(graph_def, [name]))
+    lookup_only = _lookup_only(graph_def)
+    return _stand_in(graph_def, lambda name, value: lookup_only(name))
 
 
 ONNX_EARLY_STAND_INS = True
@@ -385,7 +386,7 @@ def _frozen_with_early_stand_ins(tf2onnx, concrete, inputs, outputs):
     it was about two fifths of the conversion's time with the stand-ins put in after it. Before grappler has
     inlined the model's functions a constant's readers cannot be told, so every vocabulary-shaped matrix is stood
     in for, and the stand-ins are accepted only if each is found in the optimized graph and read only by embedding
-    lookups there (`_embedding_only`).
+    lookups there (`_lookup_only`).
 
     Returns:
         `(graph_def, {name: (matrix, stand-in)})` with names of the optimized graph; `(None, {})` when a stand-in
@@ -395,9 +396,7 @@ def _frozen_with_early_stand_ins(tf2onnx, concrete, inputs, outputs):
 
     frozen = convert_variables_to_constants_v2(concrete, lower_control_flow=False, aggressive_inlining=True)
     graph_def = tf2onnx.tf_loader.fix_freezing_errors_part2(frozen.graph.as_graph_def(add_shapes=True))
-    shapes = {node.name: [d.size for d in node.attr["value"].tensor.tensor_shape.dim] for node in graph_def.node
-              if node.op == "Const"}
-    stood_in = _stand_in(graph_def, lambda name: shapes[name][0] >= VOCABULARY_ROWS_PER_COLUMN * shapes[name][1])
+    stood_in = _stand_in(graph_def, lambda name, value: value.shape[0] >= VOCABULARY_ROWS_PER_COLUMN * value.shape[1])
     if not stood_in:
         return None, {}
     with tf.Graph().as_default() as graph, tf2onnx.tf_loader.tf_session(graph=graph) as session:
@@ -413,7 +412,7 @@ def _frozen_with_early_stand_ins(tf2onnx, concrete, inputs, outputs):
             if found is not None:
                 values[node.name] = found
     if {marker.tobytes() for _, marker in values.values()} != set(markers) or \
-            not _embedding_only(graph_def, list(values)):
+            not all(map(_lookup_only(graph_def), values)):
         return None, {}
     return graph_def, values
 
