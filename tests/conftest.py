@@ -63,6 +63,38 @@ TINY_BACKBONE = {"num_layers": 2, "num_heads": 2, "hidden_dim": 32, "intermediat
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "real_backbone: build backbone entries with the pinned pretrained weights")
+    if hasattr(config.option, "loadscopereorder"):  # pytest-xdist: keep the file order set below
+        config.option.loadscopereorder = False
+
+
+SUITE_DURATIONS = REPO / "benchmarks" / "results" / "suite_durations"
+
+
+def file_seconds(folder=SUITE_DURATIONS):
+    """Each test file's seconds (`{"tests/test_x.py": s}`) in the newest record of `folder` (by its report's
+    timestamp; `benchmarks/suite_durations.py` writes them from a clean-clone CI run), or `{}` without one."""
+    import json
+
+    records = [json.loads(path.read_text(encoding="utf-8")) for path in sorted(folder.glob("*.json"))]
+    records = [record for record in records if record.get("files") and record.get("report_timestamp")]
+    if not records:
+        return {}
+    newest = max(records, key=lambda record: record["report_timestamp"])
+    return {row["file"]: float(row["seconds"]) for row in newest["files"]}
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """Run the test files slowest first, by their seconds in the newest suite-durations record (`file_seconds`;
+    files it does not list last, in collection order), keeping each file's own order of tests.
+
+    With `-n 2 --dist loadfile` each file goes whole to the next free worker, in this order (`pytest_configure`
+    turns off pytest-xdist's own order, most tests first, which sent files of few but slow tests such as
+    `tests/test_tuning_distributed.py` last, where one worker ran them while the other had finished): slowest
+    first, the last files to start are short and both workers end close together."""
+    seconds = file_seconds()
+    if seconds:
+        items.sort(key=lambda item: -seconds.get(item.nodeid.split("::", 1)[0], 0.0))
 
 
 @pytest.fixture(scope="session")

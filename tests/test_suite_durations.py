@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from conftest import benchmark_module
+from conftest import SUITE_DURATIONS, benchmark_module, file_seconds
 
 REPORT = """<?xml version="1.0" encoding="utf-8"?>
 <testsuites><testsuite name="pytest" errors="0" failures="1" skipped="1" tests="5" time="30.5"
@@ -63,3 +63,24 @@ def test_a_file_that_is_not_a_report_is_named(tmp_path):
     empty.write_text('<testsuites><testsuite name="pytest" time="0"/></testsuites>')
     with pytest.raises(ValueError, match="holds no test case"):
         benchmark_module("suite_durations").summarize(empty)
+
+
+def test_the_suite_runs_its_files_in_the_order_of_the_newest_record(tmp_path, request):
+    module = benchmark_module("suite_durations")
+    path = tmp_path / "junit.xml"
+    path.write_text(REPORT)
+    newer = module.summarize(path, top=2)
+    older = dict(newer, report_timestamp="2026-11-01T00:00:00", files=[{"file": "tests/test_text.py", "seconds": 99.0,
+                                                                      "tests": 1}])
+    (tmp_path / "a.json").write_text(json.dumps(newer))  # names do not decide: the report's timestamp does
+    (tmp_path / "b.json").write_text(json.dumps(older))
+    (tmp_path / "c.json").write_text(json.dumps({"report": "no files"}))
+    assert file_seconds(tmp_path) == {"tests/models/test_zoo_entries.py": 15.8, "tests/test_export_zoo.py": 10.0,
+                                      "tests/test_text.py": 0.2}
+    assert file_seconds(tmp_path / "none") == {}
+    # this session's order: the files the committed newest record lists, slowest first, each file's tests together
+    seconds = file_seconds(SUITE_DURATIONS)
+    files = list(dict.fromkeys(item.nodeid.split("::", 1)[0] for item in request.session.items))
+    known = [seconds[name] for name in files if name in seconds]
+    assert known == sorted(known, reverse=True)
+    assert len(files) == len({item.nodeid.split("::", 1)[0] for item in request.session.items})
