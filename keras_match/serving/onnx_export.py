@@ -280,8 +280,8 @@ def _convert_with_stand_ins(tf2onnx, function, input_signature, opset):
     the matrices back into the ONNX initializers of the stand-ins.
 
     tf2onnx copies the whole graph, constants included, for each of its optimizer passes: a 400,000-word GloVe
-    matrix (80 MB) made the conversion of a trained preset take 55-81 s and 4.2-9.6 GB of memory, and 13-35 s and
-    about 3.1 GB with the stand-ins (this project's 2-core machine, `benchmarks/onnx_conversion.py`, file
+    matrix (80 MB) made the conversion of a GloVe preset take 32-92 s and 4.7-6.5 GB of memory, and 6-22 s and
+    1.7-3.0 GB with the stand-ins (this project's 2-core machine, `benchmarks/onnx_conversion.py`, file
     `benchmarks/results/export/onnx_conversion.json`). TensorFlow's graph optimizer (grappler), which tf2onnx runs
     on the frozen graph first, copies the constants too, so the matrices are stood in for in the frozen graph before
     it runs (`_frozen_with_early_stand_ins`), and only if those stand-ins are not accepted in the optimized graph
