@@ -10,14 +10,11 @@ optimizer (grappler) runs on the frozen graph, which copies every constant for i
 stood in for only after it. This script measures the ways of `--ways` (`WAYS`) for each preset: the preset is
 loaded and exported as a SavedModel once, then each conversion runs in a fresh process (so that the peak resident
 memory is the conversion's: the process imports TensorFlow, loads the SavedModel, converts and verifies), and
-reports the wall time of `to_onnx`, the process's peak RSS (`peak_rss_mb`: its own high-water mark; until
-2026-12-03 the process's `ru_maxrss`, which for a process this script starts begins at this script's resident
-size, so smaller peaks of `benchmarks/results/export/onnx_conversion.json` read the script's size), the model's size, the largest score difference from
-TensorFlow, and the largest difference of each way's ONNX outputs from the first way's on the verification samples.
+reports the wall time of `to_onnx`, the process's own peak RSS (`peak_rss_mb`), the model's size, the largest
+score difference from TensorFlow, and the largest difference of each way's ONNX outputs from the first way's on
+the verification samples.
 
     python benchmarks/onnx_conversion.py [PRESET ...] > benchmarks/results/export/onnx_conversion.json
-    python benchmarks/onnx_conversion.py --ways stand_ins after_grappler \
-        > benchmarks/results/export/onnx_conversion_early.json
 
 Default: every shipped preset (`keras_match.artifacts.presets.trained()`). Needs the `onnx` and `glove` extras, no data.
 Numbers are from whatever CPU runs it (the JSON's provenance records the machine and its load average).
