@@ -139,6 +139,59 @@ def test_tokenize_real_rows(data_dir):
                                                  "five", "-", "page", "primer", "on", "wicca", ","]
 
 
+TRICKY = ["How are glacier caves formed?", "", "   \t ", "Zürich café naïve", "北京大学 is 中文", b"caf\xe9 \xff\xfe x",
+          "He did n't pay $ 1,000 -LRB- U.S. -RRB- .", "I don't know Mr. Smith's e-mail.", "``quoted''", "zero\u200bwidth"]
+
+
+@pytest.mark.parametrize("lowercase", [True, False])
+def test_eager_tokens_from_the_cache_equal_the_graphs(lowercase, data_dir):
+    """Eager `tokenize` (a text's tokens kept after its first call) gives exactly what the TF ops give in a graph
+    (`tf.function`, as the exported SavedModel tokenizes), on a first call and again from the cache."""
+    trec = read_tsv(data_dir / "trecqa" / "tsv" / "clean-dev.tsv")[:300]
+    texts = TRICKY + [r["answer"] for r in trec] + TRICKY[:3]  # repeats within one call too
+    graph = tf.function(lambda batch: tokenize(batch, lowercase=lowercase),
+                        input_signature=[tf.TensorSpec([None], tf.string)])
+    expected = graph(text.as_string_batch(texts))
+    tokenizer.clear_token_cache()
+    for _ in range(2):
+        got = tokenize(texts, lowercase=lowercase)
+        assert got.row_splits.dtype == expected.row_splits.dtype and got.shape.as_list() == [len(texts), None]
+        assert got.to_list() == expected.to_list()
+
+
+def test_a_text_met_before_is_not_run_through_the_ops_again(monkeypatch):
+    calls = []
+    original = tokenizer._regex_tokenize
+
+    def counting(batch, **kwargs):
+        calls.append(sorted(batch.numpy().tolist()))
+        return original(batch, **kwargs)
+
+    monkeypatch.setattr(tokenizer, "_regex_tokenize", counting)
+    tokenizer.clear_token_cache()
+    first = tokenize(["the cat", "a dog", "the cat"]).to_list()
+    assert calls == [[b"a dog", b"the cat"]]  # each distinct text once
+    assert tokenize(["a dog", "The cat", "the cat".encode("utf-8")]).to_list() == [first[1], first[0], first[0]]
+    assert calls == [[b"a dog", b"the cat"], [b"The cat"]]  # only the text not met before
+    tokenize(["a dog"], lowercase=False)  # the case kept: other tokens, another entry
+    assert calls[-1] == [b"a dog"] and len(calls) == 3
+    tokenizer.clear_token_cache()
+    tokenize(["a dog"])
+    assert len(calls) == 4
+
+
+def test_a_full_token_cache_is_emptied_and_still_answers(monkeypatch):
+    monkeypatch.setattr(tokenizer, "TOKEN_CACHE_TEXTS", 3)
+    tokenizer.clear_token_cache()
+    assert tokenize(["one", "two"]).to_list() == [[b"one"], [b"two"]]
+    assert len(tokenizer._TOKENS) == 2
+    assert tokenize(["three", "four"]).to_list() == [[b"three"], [b"four"]]  # 4 > 3: emptied, then these two
+    assert sorted(tokenizer._TOKENS) == [(True, b"four"), (True, b"three")]
+    assert tokenize(["a", "b c", "d", "e"]).to_list() == [[b"a"], [b"b", b"c"], [b"d"], [b"e"]]  # more than fit
+    assert sorted(tokenizer._TOKENS) == []
+    tokenizer.clear_token_cache()
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # TextEncoder
 # ---------------------------------------------------------------------------------------------------------------
