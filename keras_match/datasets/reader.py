@@ -273,5 +273,35 @@ def read_split(name: str, path, columns: Mapping[str, str], *, optional: Sequenc
     Raises:
         DataFormatError: the file is malformed.
     """
-    records = read_records(path, columns, optional=optional)
-    return Split(name, group_questions(records, path), source=str(path))
+    key = _file_key(path, columns, optional)
+    questions = _SPLITS.get(key) if key is not None else None
+    if questions is None:
+        questions = tuple((q.qid, q.text, tuple((c.aid, c.text, c.label) for c in q.candidates))
+                          for q in group_questions(read_records(path, columns, optional=optional), path))
+        if key is not None:
+            while len(_SPLITS) >= SPLIT_CACHE_FILES:
+                _SPLITS.pop(next(iter(_SPLITS)))
+            _SPLITS[key] = questions
+    return Split(name, [Question(qid, text, [Candidate(*candidate) for candidate in candidates])
+                        for qid, text, candidates in questions], source=str(path))
+
+
+SPLIT_CACHE_FILES = 8
+"""How many split files :func:`read_split` keeps the questions of (per process, oldest dropped first). A file read
+again unchanged (the same path, size, modification time and inode) is not parsed again: each tuning trial,
+evaluation and test reads the same benchmark files. Measured here: TrecQA TRAIN-ALL (53,417 rows) parsed in about
+1 s, rebuilt from the kept questions in about 0.1 s. Each call still returns new objects, so a caller that changes
+them changes nothing of a later call's."""
+
+_SPLITS: dict = {}
+
+
+def _file_key(path, columns, optional):
+    """What identifies a file's content for the cache: its resolved path, size, modification time (ns) and inode,
+    with the columns read; None when the file cannot be stat'ed (then it is read, and fails, as before)."""
+    try:
+        resolved = os.path.realpath(path)
+        stat = os.stat(resolved)
+    except OSError:
+        return None
+    return (resolved, stat.st_size, stat.st_mtime_ns, stat.st_ino, tuple(sorted(columns.items())), tuple(optional))

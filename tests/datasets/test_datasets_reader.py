@@ -1,6 +1,7 @@
 """Malformed files: every error names the file, the 1-based line and the field."""
 
 import gzip
+import os
 import json
 
 import pytest
@@ -131,3 +132,27 @@ def test_read_records_extra_columns_and_numbers(tmp_path):
     path = write(tmp_path / "x.jsonl", jsonl({"id": 7, "n": "3", "t": "a"}))
     records = read_records(path, {"qid": "id", "label": "n", "question": "t"})
     assert records == [(1, {"qid": "7", "label": 3, "question": "a"})]
+
+
+def test_a_split_file_read_again_unchanged_is_not_parsed_again_and_a_changed_one_is(tmp_path, monkeypatch):
+    from keras_match.datasets import reader
+
+    parsed = []
+    original = reader.read_records
+    monkeypatch.setattr(reader, "read_records", lambda path, *a, **k: parsed.append(path) or original(path, *a, **k))
+    columns = {"qid": "qid", "aid": "aid", "question": "question", "answer": "answer", "label": "label"}
+    path = write(tmp_path / "test.tsv", HEADER + GOOD + "q1\ta1\tWhat?\tThat.\t0\n")
+    first = reader.read_split("test", path, columns)
+    first.questions[0].candidates[0].label = 0  # a caller changing what it got changes nothing of the next call
+    first.questions[0].candidates.pop()
+    second = reader.read_split("test", path, columns)
+    assert len(parsed) == 1
+    assert [(c.aid, c.text, c.label) for c in second.questions[0].candidates] == [("a0", "This.", 1),
+                                                                                 ("a1", "That.", 0)]
+    write(path, HEADER + GOOD + "q1\ta1\tWhat?\tThose.\t1\n")  # changed in place
+    os.utime(path, ns=(1, 1))  # even back-dated: its size and time differ from the kept ones
+    third = reader.read_split("test", path, columns)
+    assert len(parsed) == 2 and third.questions[0].candidates[1].text == "Those."
+    write(path, HEADER + "q1\ta0\tWhat?\tThis.\tx\n")  # a broken file is still named with its line
+    with pytest.raises(DataFormatError, match=r"line 2"):
+        reader.read_split("test", path, columns)
