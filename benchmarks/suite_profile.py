@@ -13,8 +13,9 @@ the shipped presets' fresh process), which no in-process profiler sees. Every pr
 `seconds` is its share of its process's samples times the process's wall time, summed over the processes
 (inclusive: a caller counts its callees' time). Measured with it (issue 56): a run of the whole suite put 207 s of
 its process time in `keras_match.text.tokenize`, which the per-file durations did not show. The sampler slows
-pure-Python code (about 8 % on the whole suite here); tests that simulate a full disk may fail under it (their
-child writes nothing else to stderr, and the sampler's own file may be the write that fails).
+pure-Python code: the sampled suite took 1,723 s of pytest here, against 1,515 s and 1,649 s for two unsampled
+clean-clone runs the same day. Four tests that simulate a full disk failed under the sampler's first version,
+which wrote its file at exit without catching errors; this one catches them (not rerun on the whole suite).
 """
 
 from __future__ import annotations

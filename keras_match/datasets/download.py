@@ -28,7 +28,7 @@ import tempfile
 from pathlib import Path
 
 from keras_match.datasets import sources
-from keras_match.datasets.paths import ENV_DATA, cache_dir, env_value, resolve_data_dir
+from keras_match.datasets.paths import ENV_DATA, cache_dir, env_value, file_identity, resolve_data_dir
 
 _CHUNK = 1 << 16
 
@@ -100,13 +100,12 @@ def locate_file(root, entry: sources.DataFile) -> tuple[Path | None, str | None]
 
 
 _DIGESTS: dict[tuple, str] = {}
-"""sha256 of files already hashed by this process, by (path, inode, size, modification time): a loader's check
+"""sha256 of files already hashed by this process, by `paths.file_identity` (path, inode, size, modification time): a loader's check
 after `ensure`'s, or a build's after a download's, does not read the file again; a rewritten file is hashed anew."""
 
 
 def _cached_sha256(path: Path) -> str:
-    stat = path.stat()
-    key = (str(path), stat.st_ino, stat.st_size, stat.st_mtime_ns)
+    key = file_identity(path)
     if key not in _DIGESTS:
         _DIGESTS[key] = sha256_of(path)
     return _DIGESTS[key]

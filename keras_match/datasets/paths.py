@@ -72,3 +72,15 @@ def resolve_data_dir(data_dir=None) -> Path:
         raise ValueError(f"{given} {where}, not a folder: give the folder that holds the benchmarks (or a new one to "
                          "fetch them into)")
     return root
+
+
+def file_identity(path) -> tuple:
+    """What tells a file's content apart without reading it, for this process's caches (a digest, a parsed split):
+    `(resolved path, inode, size, modification time in ns)`; a rewritten file gets another.
+
+    Raises:
+        OSError: the file cannot be stat'ed.
+    """
+    resolved = os.path.realpath(path)
+    stat = os.stat(resolved)
+    return resolved, stat.st_ino, stat.st_size, stat.st_mtime_ns

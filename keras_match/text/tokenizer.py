@@ -308,11 +308,11 @@ def _cached_tokenize(values: list, lowercase: bool) -> tf.RaggedTensor:
             if len(_TOKENS) + len(missing) > TOKEN_CACHE_TEXTS:
                 _TOKENS.clear()
                 _INTERNED.clear()
-            store = len(missing) <= TOKEN_CACHE_TEXTS
-            for value, row in zip(missing, rows):
-                tokens = found[value] = tuple(_INTERNED.setdefault(token, token) for token in row)
-                if store:
-                    _TOKENS[(lowercase, value)] = tokens
+            if len(missing) > TOKEN_CACHE_TEXTS:  # more than fit: answered, not kept
+                found.update((value, tuple(row)) for value, row in zip(missing, rows))
+            else:
+                for value, row in zip(missing, rows):
+                    found[value] = _TOKENS[(lowercase, value)] = tuple(_INTERNED.setdefault(t, t) for t in row)
     rows = [found[value] for value in values]
     flat = [token for row in rows for token in row]
     return tf.RaggedTensor.from_row_lengths(tf.constant(flat, tf.string, shape=[len(flat)]),
