@@ -78,26 +78,36 @@ def _validate_vocabulary(tokens: Sequence, source: str = "vocabulary") -> list[s
     return words
 
 
-def _write_vocabulary(words: Sequence[str], path) -> None:
+def write_lines(lines: Sequence[str], path) -> str:
+    """Writes `lines` to `path` (UTF-8, each ended by `"\\n"`, the layout of every vocabulary file here and of
+    `vocab.txt`); returns `path` as a string."""
+    path = os.fspath(path)
     with open(path, "w", encoding="utf-8", newline="\n") as f:
-        for word in words:
-            f.write(word)
-            f.write("\n")
+        f.writelines(line + "\n" for line in lines)
+    return path
+
+
+def read_lines(path) -> list[str]:
+    """The lines of a vocabulary file (UTF-8, `"\\n"` line ends, a last empty line dropped), unchecked.
+
+    Raises:
+        ValueError: a line is not valid UTF-8 (the file and line are named).
+    """
+    with open(path, "rb") as f:
+        lines = f.read().split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    decoded = []
+    for i, line in enumerate(lines):
+        try:
+            decoded.append(line.decode("utf-8"))
+        except UnicodeDecodeError as e:
+            raise ValueError(f"{path}, line {i + 1}: not valid UTF-8 ({e})") from None
+    return decoded
 
 
 def _read_vocabulary(path) -> list[str]:
-    with open(path, "rb") as f:
-        data = f.read()
-    lines = data.split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()
-    words = []
-    for i, line in enumerate(lines):
-        try:
-            words.append(line.decode("utf-8"))
-        except UnicodeDecodeError as e:
-            raise ValueError(f"{path}, line {i + 1} (vocabulary[{i}]): not valid UTF-8 ({e})") from None
-    return _validate_vocabulary(words, source=str(path))
+    return _validate_vocabulary(read_lines(path), source=str(path))
 
 
 def _make_table(path: str) -> tf.lookup.StaticHashTable:
@@ -198,7 +208,7 @@ class TextEncoder(VocabularyFile):
         if _path is None:
             directory = tempfile.mkdtemp(prefix="keras_match_vocab_")
             _path = os.path.join(directory, "vocabulary.txt")
-            _write_vocabulary(words, _path)
+            write_lines(words, _path)
             owned_directory = directory
         else:
             owned_directory = None
@@ -321,9 +331,7 @@ class TextEncoder(VocabularyFile):
         Returns:
             ``path`` as a string.
         """
-        path = os.fspath(path)
-        _write_vocabulary(self._vocabulary, path)
-        return path
+        return write_lines(self._vocabulary, path)
 
     # ---- properties -------------------------------------------------------------------------------------------
 

@@ -77,7 +77,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from keras_match.text.tokenizer import as_string_batch
-from keras_match.text.vocabulary import VocabularyFile
+from keras_match.text.vocabulary import VocabularyFile, read_lines, write_lines
 
 __all__ = ["WordPieceEncoder", "WORDS", "tokenizer_names", "check_tokenizer", "VOCABULARY_FILE", "SUFFIX_INDICATOR", "MAX_CHARS_PER_WORD", "CJK_RANGES",
            "pretrained_vocab_size"]
@@ -166,23 +166,8 @@ def _check_tokens(tokens, source) -> list[str]:
 
 
 def _read_tokens(path) -> list[str]:
-    """The tokens of a vocabulary file (UTF-8, one a line, `\\n` line ends)."""
-    data = pathlib.Path(path).read_bytes()
-    lines = data.split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()
-    tokens = []
-    for i, line in enumerate(lines):
-        try:
-            tokens.append(line.decode("utf-8"))
-        except UnicodeDecodeError as error:
-            raise ValueError(f"{path}, line {i + 1}: not valid UTF-8 ({error})") from None
-    return _check_tokens(tokens, str(path))
-
-
-def _write_tokens(tokens, path) -> None:
-    with open(path, "w", encoding="utf-8", newline="\n") as f:
-        f.writelines(token + "\n" for token in tokens)
+    """The tokens of a vocabulary file (UTF-8, one a line, `\\n` line ends), checked."""
+    return _check_tokens(read_lines(path), str(path))
 
 
 def _special_token(config, key, default):
@@ -277,7 +262,7 @@ class WordPieceEncoder(VocabularyFile):
         self.num_training_words = None
         directory = tempfile.mkdtemp(prefix="keras_match_wordpiece_")
         self._path = os.path.join(directory, VOCABULARY_FILE)
-        _write_tokens(tokens, self._path)
+        write_lines(tokens, self._path)
         self._table = tf.lookup.StaticHashTable(
             tf.lookup.TextFileInitializer(self._path, tf.string, tf.lookup.TextFileIndex.WHOLE_LINE, tf.int64,
                                           tf.lookup.TextFileIndex.LINE_NUMBER),
@@ -380,56 +365,21 @@ class WordPieceEncoder(VocabularyFile):
     def save_vocabulary(self, path) -> str:
         """Writes the vocabulary (UTF-8, one token a line, each ended by `"\\n"`: `vocab.txt`'s bytes); returns
         `path` as a string."""
-        path = os.fspath(path)
-        _write_tokens(self._tokens, path)
-        return path
+        return write_lines(self._tokens, path)
 
     # ---- properties -------------------------------------------------------------------------------------------
 
-    @property
-    def vocabulary(self) -> list[str]:
-        """The tokens; `vocabulary[i]` has id `i`."""
-        return list(self._tokens)
-
-    @property
-    def vocab_size(self) -> int:
-        """The number of ids (the embedding rows): `len(vocabulary)`."""
-        return len(self._tokens)
-
-    @property
-    def lowercase(self) -> bool:
-        """Whether texts are lower-cased."""
-        return self._lowercase
-
-    @property
-    def strip_accents(self) -> bool:
-        """Whether accents are deleted."""
-        return self._strip_accents
-
-    @property
-    def split_cjk(self) -> bool:
-        """Whether each CJK ideograph is a word of its own."""
-        return self._split_cjk
-
-    @property
-    def pad_id(self) -> int:
-        """The padding id (0)."""
-        return self._ids["pad_token"]
-
-    @property
-    def unknown_id(self) -> int:
-        """The id of `unknown_token` (100 for BERT uncased)."""
-        return self._ids["unknown_token"]
-
-    @property
-    def cls_id(self) -> int:
-        """The id of `cls_token` (101 for BERT uncased)."""
-        return self._ids["cls_token"]
-
-    @property
-    def sep_id(self) -> int:
-        """The id of `sep_token` (102 for BERT uncased)."""
-        return self._ids["sep_token"]
+    vocabulary = property(lambda self: list(self._tokens), doc="The tokens (a new list); `vocabulary[i]` has id `i`.")
+    vocab_size = property(lambda self: len(self._tokens),
+                          doc="The number of ids (the embedding rows): `len(vocabulary)`.")
+    lowercase = property(lambda self: self._lowercase, doc="Whether texts are lower-cased.")
+    strip_accents = property(lambda self: self._strip_accents, doc="Whether accents are deleted.")
+    split_cjk = property(lambda self: self._split_cjk, doc="Whether each CJK ideograph is a word of its own.")
+    pad_id = property(lambda self: self._ids["pad_token"], doc="The padding id (0).")
+    unknown_id = property(lambda self: self._ids["unknown_token"],
+                          doc="The id of `unknown_token` (100 for BERT uncased).")
+    cls_id = property(lambda self: self._ids["cls_token"], doc="The id of `cls_token` (101 for BERT uncased).")
+    sep_id = property(lambda self: self._ids["sep_token"], doc="The id of `sep_token` (102 for BERT uncased).")
 
     @property
     def special_ids(self) -> dict:
