@@ -378,7 +378,8 @@ vocabulary's embedding (GloVe's 400,000 x 50, MiniLM's 30,522 x 384), not a dens
 
 
 def _frozen_with_early_stand_ins(tf2onnx, concrete, inputs, outputs):
-    """Freeze `concrete` as `tf2onnx.tf_loader.from_function` does, but stand in for every large matrix constant
+    """Freeze `concrete` as `tf2onnx.tf_loader.from_function` does (with its way round a graph that assigns a
+    variable, as a Keras LSTM with dropout does), but stand in for every large matrix constant
     (`VOCABULARY_ROWS_PER_COLUMN`) before grappler optimizes the frozen graph, then find the stand-ins in the
     optimized graph by their values.
 
@@ -394,8 +395,15 @@ def _frozen_with_early_stand_ins(tf2onnx, concrete, inputs, outputs):
     """
     from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
 
-    frozen = convert_variables_to_constants_v2(concrete, lower_control_flow=False, aggressive_inlining=True)
-    graph_def = tf2onnx.tf_loader.fix_freezing_errors_part2(frozen.graph.as_graph_def(add_shapes=True))
+    loader = tf2onnx.tf_loader
+    try:
+        graph_def = convert_variables_to_constants_v2(concrete, lower_control_flow=False,
+                                                      aggressive_inlining=True).graph.as_graph_def(add_shapes=True)
+    except ValueError as error:  # a variable assigned in the graph (a Keras LSTM's dropout seed): as tf2onnx does
+        if "incompatible with expected resource" not in str(error):
+            raise
+        graph_def = loader.fix_freezing_errors(loader.convert_variables_to_constants_large_model(concrete))
+    graph_def = loader.fix_freezing_errors_part2(graph_def)
     stood_in = _stand_in(graph_def, lambda name, value: value.shape[0] >= VOCABULARY_ROWS_PER_COLUMN * value.shape[1])
     if not stood_in:
         return None, {}
