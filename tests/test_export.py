@@ -260,13 +260,31 @@ def _graphs_grappler_sees(monkeypatch):
     return seen
 
 
+def _export_with_random_weights(model, run, tmp_path):
+    """`model`'s weights drawn at random (normal, sd 0.5, seed 0), then exported with a (6, 6) pair preprocessor."""
+    rng = np.random.default_rng(0)
+    for weight in model.weights:
+        weight.assign(rng.normal(0, 0.5, tuple(weight.shape)).astype("float32"))
+    return export.saved_model(model, tmp_path, warmup=False,
+                              preprocessor=PairPreprocessor(run.preprocessor.encoder, 6, 6))
+
+
+def _assert_onnx_scores_are_the_models(made, model, run):
+    """The ONNX model `made` scores QUESTIONS / ANSWERS as the Keras model does (to 1e-5) in ONNX Runtime."""
+    import onnxruntime
+
+    ids = pipeline.encode(PairPreprocessor(run.preprocessor.encoder, 6, 6), {"question": QUESTIONS, "answer": ANSWERS})
+    session = onnxruntime.InferenceSession(str(made.path), providers=["CPUExecutionProvider"])
+    (scores,) = session.run(["score"], ids)
+    np.testing.assert_allclose(scores, model.predict(ids, verbose=0)[:, 1], atol=1e-5)
+
+
 def test_tensorflows_graph_optimizer_sees_one_row_stand_ins_not_the_embedding_matrices(run, tmp_path, monkeypatch):
     """The matrices are stood in for before grappler runs on the frozen graph (it copies every constant for its
     passes), a dense kernel of as many bytes is not (its shape is what grappler infers from), and both are in the
     ONNX model as the Keras model has them, its scores the Keras model's."""
     import keras
     import onnx
-    import onnxruntime
     from onnx import numpy_helper
 
     vocab_size = run.preprocessor.vocab_size
@@ -275,11 +293,7 @@ def test_tensorflows_graph_optimizer_sees_one_row_stand_ins_not_the_embedding_ma
     pooled = [keras.layers.GlobalAveragePooling1D()(keras.layers.Embedding(vocab_size, 4)(x)) for x in inputs.values()]
     hidden = keras.layers.Dense(wide, activation="tanh")(keras.layers.Concatenate()(pooled))
     model = keras.Model(inputs, keras.layers.Dense(2, activation="softmax", name="relevance_probabilities")(hidden))
-    rng = np.random.default_rng(0)
-    for weight in model.weights:
-        weight.assign(rng.normal(0, 0.5, tuple(weight.shape)).astype("float32"))
-    version = export.saved_model(model, tmp_path, warmup=False,
-                                 preprocessor=PairPreprocessor(run.preprocessor.encoder, 6, 6))
+    version = _export_with_random_weights(model, run, tmp_path)
     seen = _graphs_grappler_sees(monkeypatch)
     made = export.to_onnx(version)
     assert seen and all((vocab_size, 4) not in shapes for shapes in seen), seen  # never the matrices
@@ -291,19 +305,15 @@ def test_tensorflows_graph_optimizer_sees_one_row_stand_ins_not_the_embedding_ma
         if len(weight.shape) == 2:
             value = weight.numpy()
             assert any(np.array_equal(a, value) or np.array_equal(a, value.T) for a in arrays.values()), weight.path
-    ids = pipeline.encode(PairPreprocessor(run.preprocessor.encoder, 6, 6), {"question": QUESTIONS, "answer": ANSWERS})
-    session = onnxruntime.InferenceSession(str(made.path), providers=["CPUExecutionProvider"])
-    (scores,) = session.run(["score"], ids)
-    np.testing.assert_allclose(scores, model.predict(ids, verbose=0)[:, 1], atol=1e-5)
+    _assert_onnx_scores_are_the_models(made, model, run)
 
 
 def test_a_model_with_an_lstm_is_frozen_with_the_early_stand_ins_too(run, tmp_path, monkeypatch):
-    """Keras' LSTM layer with dropout assigns its seed state in the exported graph, which TensorFlow's freezing refuses ("incompatible
-    with expected resource"); the early stand-ins freeze such a graph the way tf2onnx does, so grappler still never
-    sees the matrices (before, it optimized the whole frozen graph twice: mcan_fm's GloVe preset converted in 35 s,
-    26 s with this). The scores are the Keras model's."""
+    """Keras' LSTM layer with dropout assigns its seed state in the exported graph, which TensorFlow's freezing
+    refuses ("incompatible with expected resource"); the early stand-ins freeze such a graph the way tf2onnx does,
+    so grappler still never sees the matrices (before, it optimized the whole frozen graph twice: mcan_fm's GloVe
+    preset converted in 35 s, 26 s with this). The scores are the Keras model's."""
     import keras
-    import onnxruntime
 
     vocab_size = run.preprocessor.vocab_size
     inputs = {name: keras.Input((None,), dtype="int32", name=name) for name in ("question", "answer")}
@@ -312,19 +322,12 @@ def test_a_model_with_an_lstm_is_frozen_with_the_early_stand_ins_too(run, tmp_pa
     encoded = [lstm(embedding(x)) for x in inputs.values()]
     head = keras.layers.Dense(2, activation="softmax", name="relevance_probabilities")
     model = keras.Model(inputs, head(keras.layers.Concatenate()(encoded)))
-    rng = np.random.default_rng(0)
-    for weight in model.weights:
-        weight.assign(rng.normal(0, 0.5, tuple(weight.shape)).astype("float32"))
-    version = export.saved_model(model, tmp_path, warmup=False,
-                                 preprocessor=PairPreprocessor(run.preprocessor.encoder, 6, 6))
+    version = _export_with_random_weights(model, run, tmp_path)
     seen = _graphs_grappler_sees(monkeypatch)
     made = export.to_onnx(version)
     assert seen and all((vocab_size, 4) not in shapes for shapes in seen), seen  # never the matrix
     assert json.loads((made.path.parent / "keras_match.json").read_text())["onnx"]["stood_in"]
-    ids = pipeline.encode(PairPreprocessor(run.preprocessor.encoder, 6, 6), {"question": QUESTIONS, "answer": ANSWERS})
-    session = onnxruntime.InferenceSession(str(made.path), providers=["CPUExecutionProvider"])
-    (scores,) = session.run(["score"], ids)
-    np.testing.assert_allclose(scores, model.predict(ids, verbose=0)[:, 1], atol=1e-5)
+    _assert_onnx_scores_are_the_models(made, model, run)
 
 
 @pytest.mark.parametrize("how", ["refused", "failed"])
