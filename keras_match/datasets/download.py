@@ -100,8 +100,9 @@ def locate_file(root, entry: sources.DataFile) -> tuple[Path | None, str | None]
 
 
 _DIGESTS: dict[tuple, str] = {}
-"""sha256 of files already hashed by this process, by `paths.file_identity` (path, inode, size, modification time): a loader's check
-after `ensure`'s, or a build's after a download's, does not read the file again; a rewritten file is hashed anew."""
+"""sha256 of files already hashed by this process, by `paths.file_identity` (resolved path, inode, size,
+modification time): a loader's check after `ensure`'s, or a build's after a download's, does not read the file
+again, nor does a link to a file already hashed; a rewritten file is hashed anew."""
 
 
 def _cached_sha256(path: Path) -> str:

@@ -289,10 +289,10 @@ def read_split(name: str, path, columns: Mapping[str, str], *, optional: Sequenc
 
 SPLIT_CACHE_FILES = 8
 """How many split files :func:`read_split` keeps the questions of (per process, oldest dropped first). A file read
-again unchanged (the same `paths.file_identity`: path, inode, size, modification time) is not parsed again: each tuning trial,
-evaluation and test reads the same benchmark files. Measured here: TrecQA TRAIN-ALL (53,417 rows) parsed in about
-1 s, rebuilt from the kept questions in about 0.1 s. Each call still returns new objects, so a caller that changes
-them changes nothing of a later call's."""
+again unchanged (the same `paths.file_identity`: resolved path, inode, size, modification time) is not parsed
+again: each tuning trial, evaluation and test reads the same benchmark files. Measured here: TrecQA TRAIN-ALL
+(53,417 rows) parsed in about 1 s, rebuilt from the kept questions in about 0.1 s. Each call still returns new
+objects, so a caller that changes them changes nothing of a later call's."""
 
 _SPLITS: dict = {}
 
