@@ -98,7 +98,9 @@ SHORT_RUNS = {"ranking": ("trecqa-clean", 100), "classification": ("sick", 800),
 """The real data of the short run, by the task of the entry's dataset: a ranking entry trains on the first 100
 TrecQA TRAIN-ALL questions (its clean dev split scores it), a classifier on the first 800 SICK training pairs, a
 response selector on the first 300 dialogs of dialog bAbI task 1 (1,808 responses; its dev split, 6,015 responses
-among 4,212 candidates, scores it)."""
+among 4,212 candidates, scores it). Halving the ranking run to 50 questions (to shorten CI) was tried: 13 of
+the 14 entries it changed that were checked still learned, but `compare_aggregate_submult_nn`'s dev MAP fell below
+its untrained figure (0.500 -> 0.474), so the short run stays at 100 questions."""
 
 _DROPOUT = re.compile(r"(^|_)dropout$")
 
