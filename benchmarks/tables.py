@@ -606,27 +606,55 @@ def coupled_lstm_sick_lr():
     """Issue 58: the Coupled-LSTMs paper's learning-rate grid on SICK (`benchmarks/ablations/coupled_lstm_sick_lr.json`)
     beside each entry's own rate 0.005 (`coupled_lstm_sick.json`, the same seeds), with each row's test accuracy
     minus its entry's at 0.005, paired by seed."""
+    return _rate_grid("coupled_lstm_sick_lr", "coupled_lstm_sick", "0.005 (Table 1)", "accuracy",
+                      [("dev", "accuracy"), ("test", "accuracy"), ("test", "macro_f1")],
+                      ["dev accuracy", "test accuracy", "test macro-F1"])
+
+
+def coupled_lstm_ranking_lr():
+    """Issue 58: the Coupled-LSTMs paper's learning-rate grid for the ranking entries on WikiQA
+    (`benchmarks/ablations/coupled_lstm_ranking_lr.json`) beside each entry's own rate 0.05 (its WikiQA row of
+    `coupled_lstm_ranking.json`, the same seeds), with each row's test MAP minus the entry's at 0.05, paired by
+    seed."""
+    return _rate_grid("coupled_lstm_ranking_lr", "coupled_lstm_ranking", "0.05 (the entries')", "map",
+                      [("dev", "map"), ("test", "map"), ("test", "mrr"), ("test", "p@1")],
+                      ["dev MAP", "test MAP", "test MRR", "test P@1"])
+
+
+def _rate_grid(grid_plan, baseline_plan, baseline_rate, paired_figure, columns, headers):
+    """The table of a learning-rate grid: each row of `grid_plan` under its entry's run at its own rate
+    (`baseline_rate`), the row of `baseline_plan` with the same model and dataset, and the grid row's test
+    `paired_figure` minus that run's, paired by seed. `columns`: the (split, figure) cells, `headers` their names."""
     from summarize import cell
 
-    baselines = {row["model"]: _row_runs(groups) for row, groups in _plan_row_groups("coupled_lstm_sick")}
-    lines = ["| entry | learning rate | seeds | dev accuracy | test accuracy | test macro-F1 | test accuracy minus "
-             "lr 0.005 (paired seeds) | epochs | wall s |", "|---|---|---|---|---|---|---|---|---|"]
+    def plan_dataset(plan):
+        return json.loads((ROOT / "benchmarks" / "ablations" / f"{plan}.json").read_text(encoding="utf-8"))["dataset"]
 
-    def line(model, rate, runs, paired):
-        return (f"| `{model}` | {rate} | {_seeds(runs)} | {_mean(runs, 'dev', 'accuracy')} | "
-                f"{_mean(runs, 'test', 'accuracy')} | {_mean(runs, 'test', 'macro_f1')} | {paired} | "
+    def key(plan, row):
+        return row["model"], row.get("dataset", plan_dataset(plan))
+
+    baselines = {key(baseline_plan, row): _row_runs(groups) for row, groups in _plan_row_groups(baseline_plan)}
+    name = "accuracy" if paired_figure == "accuracy" else "MAP"
+    lines = [f"| entry | dataset | learning rate | seeds | {' | '.join(headers)} | test {name} minus lr "
+             f"{baseline_rate.split()[0]} (paired seeds) | epochs | wall s |",
+             "|---|---|---|---|" + "---|" * len(columns) + "---|---|---|"]
+
+    def line(model, dataset, rate, runs, paired):
+        cells = " | ".join(_mean(runs, split, figure) for split, figure in columns)
+        return (f"| `{model}` | {dataset} | {rate} | {_seeds(runs)} | {cells} | {paired} | "
                 f"{cell([r['epochs_run'] for r in runs], 1)} | {_wall(runs)} |")
 
-    rows = _plan_row_groups("coupled_lstm_sick_lr")
-    for model in dict.fromkeys(row["model"] for row, _ in rows):
-        lines.append(line(model, "0.005 (Table 1)", baselines.get(model, []), "–"))
-        for row, groups in [(row, groups) for row, groups in rows if row["model"] == model]:
+    rows = _plan_row_groups(grid_plan)
+    for entry in dict.fromkeys(key(grid_plan, row) for row, _ in rows):
+        model, dataset = entry
+        lines.append(line(model, dataset, baseline_rate, baselines.get(entry, []), "–"))
+        for row, groups in [(row, groups) for row, groups in rows if key(grid_plan, row) == entry]:
             rate, runs = row["set"]["learning_rate"], _row_runs(groups)
             if not runs:
-                lines.append(f"| `{model}` | {rate} | not run yet |" + " – |" * 6)
+                lines.append(f"| `{model}` | {dataset} | {rate} | not run yet |" + " – |" * (len(columns) + 3))
                 continue
-            difference, seeds = _paired(runs, baselines.get(model, []), figure="accuracy")
-            lines.append(line(model, rate, runs, difference if seeds == "–" else f"{difference} ({seeds})"))
+            difference, seeds = _paired(runs, baselines.get(entry, []), figure=paired_figure)
+            lines.append(line(model, dataset, rate, runs, difference if seeds == "–" else f"{difference} ({seeds})"))
     return "\n".join(lines)
 
 
@@ -1048,6 +1076,7 @@ TABLES = {
     "carnn-dialog-task6-history": carnn_dialog_task6_history,
     "carnn-dialog-task6-width": carnn_dialog_task6_width,
     "coupled-lstm-sick-lr": coupled_lstm_sick_lr,
+    "coupled-lstm-ranking-lr": coupled_lstm_ranking_lr,
     "carnn-dialog-units": carnn_dialog_units,
     "carnn-dialog-errors": carnn_dialog_errors,
     "carnn-dialog-update-slots": carnn_dialog_update_slots,
