@@ -624,18 +624,17 @@ def coupled_lstm_ranking_lr():
 def _rate_grid(grid_plan, baseline_plan, baseline_rate, paired_figure, columns, headers):
     """The table of a learning-rate grid: each row of `grid_plan` under its entry's run at its own rate
     (`baseline_rate`), the row of `baseline_plan` with the same model and dataset, and the grid row's test
-    `paired_figure` minus that run's, paired by seed. `columns`: the (split, figure) cells, `headers` their names."""
+    `paired_figure` minus that run's, paired by seed. `columns`: the (split, figure) cells, `headers` their names
+    (the second one the test figure that is paired)."""
     from summarize import cell
 
-    def plan_dataset(plan):
-        return json.loads((ROOT / "benchmarks" / "ablations" / f"{plan}.json").read_text(encoding="utf-8"))["dataset"]
+    datasets = {plan: _plan(plan)["dataset"] for plan in (grid_plan, baseline_plan)}
 
     def key(plan, row):
-        return row["model"], row.get("dataset", plan_dataset(plan))
+        return row["model"], row.get("dataset", datasets[plan])
 
     baselines = {key(baseline_plan, row): _row_runs(groups) for row, groups in _plan_row_groups(baseline_plan)}
-    name = "accuracy" if paired_figure == "accuracy" else "MAP"
-    lines = [f"| entry | dataset | learning rate | seeds | {' | '.join(headers)} | test {name} minus lr "
+    lines = [f"| entry | dataset | learning rate | seeds | {' | '.join(headers)} | {headers[1]} minus lr "
              f"{baseline_rate.split()[0]} (paired seeds) | epochs | wall s |",
              "|---|---|---|---|" + "---|" * len(columns) + "---|---|---|"]
 
@@ -851,11 +850,16 @@ def _paired(runs, baseline, split="test", figure="map"):
     return f"{statistics.mean(values):+.3f}{spread}", ", ".join(str(seed) for seed, _ in differences)
 
 
+def _plan(name):
+    """The plan `benchmarks/ablations/<name>.json`."""
+    return json.loads((ROOT / "benchmarks" / "ablations" / f"{name}.json").read_text(encoding="utf-8"))
+
+
 def _plan_row_groups(plan_folder):
     """Each row of the plan `benchmarks/ablations/<plan_folder>.json` in the plan's order, with the groups
     (`_groups`) of its result files in `benchmarks/results/<plan_folder>/` (none before the row has run):
     `[(row, {(model, label): group})]`."""
-    plan = json.loads((ROOT / "benchmarks" / "ablations" / f"{plan_folder}.json").read_text(encoding="utf-8"))
+    plan = _plan(plan_folder)
     paths = sorted(RESULTS.glob(f"{plan_folder}/*-s*.json"))
     return [(row, _groups([path for path in paths if int(path.name.split("-")[0]) == number]))
             for number, row in enumerate(plan["rows"])]
