@@ -17,6 +17,7 @@ from keras_match.models.ctrn.builder import build_recurrent_matcher
 from keras_match.models.ctrn.ctrn import CTRN
 from keras_match.models.ctrn.qrnn import QRNN
 from keras_match.settings import POSITIVE_INT
+from keras_match.settings import Rule
 
 __all__ = ["build_ctrn", "build_qrnn_matcher", "build_recurrent_matcher", "CTRN", "QRNN", "FAMILY"]
 
@@ -24,5 +25,6 @@ FAMILY = families.register(families.Family(
     name="ctrn",
     builders={"ctrn": build_ctrn, "qrnn": build_qrnn_matcher},
     rules={"filters": POSITIVE_INT, "dense_units": POSITIVE_INT, "kernel_size": POSITIVE_INT,
-           "num_dense_layers": POSITIVE_INT},
+           "num_dense_layers": POSITIVE_INT,
+           "sentence_cosine": Rule(lambda v: isinstance(v, bool), "true or false")},
 ))

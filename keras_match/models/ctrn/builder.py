@@ -10,11 +10,13 @@ from keras_match.layers import TemporalMeanPooling
 from keras_match.layers.checks import positive_int
 from keras_match.models.ctrn.ctrn import CTRN
 from keras_match.models.ctrn.qrnn import QRNN
+from keras_match.models.common import sentence_cosine as pair_cosine
 from keras_match.models.common import takes_matching_head
 from keras_match.models.common import token_inputs
 
 
-_SHARED = ("input_encoder", "projection_dim", "num_dense_layers", "dense_units", "dropout", "l2", "head")
+_SHARED = ("input_encoder", "projection_dim", "num_dense_layers", "dense_units", "dropout", "l2", "sentence_cosine",
+           "head")
 """The arguments `build_ctrn` and `build_qrnn_matcher` pass on to `build_recurrent_matcher` unchanged."""
 
 
@@ -32,6 +34,7 @@ def build_recurrent_matcher(
     dense_units=128,
     dropout=0.5,
     l2=4e-6,
+    sentence_cosine=False,
     head=None,
     name=None,
 ):
@@ -66,8 +69,9 @@ def build_recurrent_matcher(
         width, activation="relu", kernel_regularizer=regularizer, name="projection"
     )
     drop = keras.layers.Dropout(dropout, name="dropout_projected")
-    q = drop(projection(input_encoder(question)))
-    a = drop(projection(input_encoder(answer)))
+    states_q, states_a = input_encoder(question), input_encoder(answer)
+    q = drop(projection(states_q))
+    a = drop(projection(states_a))
 
     hq, ha = encode(q, a, regularizer)
 
@@ -81,7 +85,12 @@ def build_recurrent_matcher(
                 x = keras.layers.Dropout(dropout, name=f"dropout_dense_{i}")(x)
             x = keras.layers.Dense(dense_units, activation="relu", kernel_regularizer=regularizer,
                                    name=f"dense_{i}")(x)
-        return keras.layers.Dropout(dropout, name="dropout_output")(x)
+        x = keras.layers.Dropout(dropout, name="dropout_output")(x)
+        if sentence_cosine:
+            # float32: the output layer reads the cosine at full precision, beside the dense layers' output
+            x = keras.layers.Concatenate(dtype="float32", name="prediction_and_cosine")(
+                [x, pair_cosine(states_q, states_a)])
+        return x
 
     return head.model({"question": question, "answer": answer}, x, prediction=prediction,
                       regularizer=regularizer, name=name)
@@ -99,6 +108,7 @@ def build_ctrn(
     dense_units=128,
     dropout=0.5,
     l2=4e-6,
+    sentence_cosine=False,
     head=None,
     name=None,
 ):
@@ -138,6 +148,11 @@ def build_ctrn(
         dense_units: int, width h of the hidden dense layers (128 in the paper's Table 2).
         dropout: float in [0, 1), dropout rate (0.5 in the paper).
         l2: float, L2 regularisation weight lambda of eq. 3 (4e-6 in the paper).
+        sentence_cosine: bool (default False, the paper's model). True: the output layer also reads the
+            bi-encoder's score of the pair, the cosine of the two texts' mean-pooled input-encoder states
+            (`keras_match.models.common.sentence_cosine`; over frozen all-MiniLM-L6-v2 the zero-shot
+            bi-encoder's score), concatenated in float32 after the last dense layer's dropout. Ours, not the
+            paper's: it measures what CTRN's body adds on top of that score.
         head: `"softmax"` (default: the 2-class softmax layer of eq. 2), `"score"` or `"classification"`, with
             `num_classes` and `num_features` (the word-overlap features, step 4): the settings of the shared
             `keras_match.models.common.MatchingHead`, or one.
@@ -190,6 +205,7 @@ def build_qrnn_matcher(
     dense_units=128,
     dropout=0.5,
     l2=4e-6,
+    sentence_cosine=False,
     head=None,
     name=None,
 ):

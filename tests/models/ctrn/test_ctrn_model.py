@@ -138,3 +138,60 @@ def test_zoo_presets_build_with_the_paper_settings(name):
     out = model({"question": np.array([[2, 3, 0]], "int32"), "answer": np.array([[4, 5]], "int32"),
                  "features": np.zeros((1, 4), "float32")})
     assert out.shape == (1, 2)
+
+
+def _cosine_reference(model, inputs):
+    """The bi-encoder's score from the equations: the masked mean of each text's word vectors, L2-normalised,
+    then their dot product (NumPy, float64)."""
+    table = model.get_layer("word_embedding").get_weights()[0].astype("float64")
+    scores = []
+    for q, a in zip(inputs["question"], inputs["answer"]):
+        means = [table[ids[ids != 0]].mean(axis=0) if (ids != 0).any() else np.zeros(table.shape[1])
+                 for ids in (q, a)]
+        units = [m / max(np.linalg.norm(m), 1e-12) for m in means]
+        scores.append(units[0] @ units[1])
+    return np.array(scores)[:, None]
+
+
+@pytest.mark.parametrize("kind", ["ctrn_index", "qrnn"])
+def test_sentence_cosine_is_the_bi_encoders_score_beside_the_dense_output(kind):
+    model = BUILDERS[kind](sentence_cosine=True, num_features=2)
+    plain = BUILDERS[kind](num_features=2)
+    assert model.count_params() == plain.count_params() + 2  # the output layer's one more input, two classes
+    inputs = _pair(np.random.default_rng(8), num_features=2)
+    inputs["answer"][2, :] = 0  # an empty text: cosine 0
+    cosine = keras.Model(model.inputs, model.get_layer("sentence_cosine").output)(inputs).numpy()
+    assert cosine.dtype == np.float32 and cosine.shape == (3, 1)
+    np.testing.assert_allclose(cosine, _cosine_reference(model, inputs), atol=1e-6)
+    assert cosine[2, 0] == 0.0
+    assert model.get_layer("prediction_and_cosine").output.shape == (None, SMALL["dense_units"] + 1)
+    # the output layer reads it: its weight on the cosine changes the prediction
+    out = model.get_layer("relevance_probabilities")
+    kernel, bias = out.get_weights()
+    kernel[-1] = [3.0, -3.0]
+    out.set_weights([kernel, bias])
+    changed = dict(inputs, answer=inputs["answer"].copy())
+    changed["answer"][0] = inputs["question"][0, 0]  # every answer word is the question's first word
+    assert not np.allclose(model(inputs, training=False).numpy(), model(changed, training=False).numpy())
+
+
+def test_sentence_cosine_ignores_padding_and_round_trips(tmp_path):
+    model = build_ctrn(vocab_size=30, sentence_cosine=True, num_features=2, **SMALL)
+    inputs = _pair(np.random.default_rng(9), num_features=2)
+    padded = dict(inputs, question=np.pad(inputs["question"], ((0, 0), (0, 3))),
+                  answer=np.pad(inputs["answer"], ((0, 0), (0, 5))))
+    np.testing.assert_allclose(model(inputs, training=False).numpy(), model(padded, training=False).numpy(),
+                               atol=1e-6)
+    path = tmp_path / "ctrn_cosine.keras"
+    model.save(path)
+    restored = keras.models.load_model(path)
+    np.testing.assert_allclose(model.predict(inputs, verbose=0), restored.predict(inputs, verbose=0), atol=1e-6)
+    assert restored.get_layer("sentence_cosine") is not None
+
+
+def test_sentence_cosine_setting_is_checked():
+    from keras_match import families
+
+    assert families.resolve("ctrn", sentence_cosine=True).model["sentence_cosine"] is True
+    with pytest.raises(ValueError, match="sentence_cosine"):
+        families.resolve("ctrn", sentence_cosine="yes")
