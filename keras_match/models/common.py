@@ -43,6 +43,7 @@ def sentence_cosine(states_q, states_a, name="sentence_cosine"):
     Returns:
         float32 `[batch, 1]` in [-1, 1] (0 for a text with no real token).
     """
+    # imported here: the encoder_rankers package's builder imports this module
     from keras_match.models.encoder_rankers.sentence_embedding import SentenceEmbedding
 
     embed = SentenceEmbedding(dtype="float32", name=f"{name}_embedding")

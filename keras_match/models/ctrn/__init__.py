@@ -26,5 +26,5 @@ FAMILY = families.register(families.Family(
     builders={"ctrn": build_ctrn, "qrnn": build_qrnn_matcher},
     rules={"filters": POSITIVE_INT, "dense_units": POSITIVE_INT, "kernel_size": POSITIVE_INT,
            "num_dense_layers": POSITIVE_INT,
-           "sentence_cosine": Rule(lambda v: isinstance(v, bool), "true or false")},
+           "sentence_cosine": Rule(lambda v: isinstance(v, bool) or v == "start", "true, false or \"start\"")},
 ))

@@ -13,12 +13,16 @@ from keras_match.models.ctrn.qrnn import QRNN
 from keras_match.models.common import sentence_cosine as pair_cosine
 from keras_match.models.common import takes_matching_head
 from keras_match.models.common import token_inputs
+from keras_match.models.encoder_rankers.builder import start_at_the_cosine
 
 
 _SHARED = ("input_encoder", "projection_dim", "num_dense_layers", "dense_units", "dropout", "l2", "sentence_cosine",
            "head")
 """The arguments `build_ctrn` and `build_qrnn_matcher` pass on to `build_recurrent_matcher` unchanged."""
 
+
+COSINE_START_SCALE = 20.0
+"""With `sentence_cosine="start"` the output layer starts at `20 * cosine` (the bi-encoder's `cosine_scale`)."""
 
 def _shared_arguments(arguments):
     return {key: arguments[key] for key in _SHARED}
@@ -59,6 +63,8 @@ def build_recurrent_matcher(
     """
     positive_int("num_dense_layers", num_dense_layers)
     positive_int("dense_units", dense_units)
+    if not (isinstance(sentence_cosine, bool) or sentence_cosine == "start"):
+        raise ValueError(f"sentence_cosine must be false, true or \"start\", got {sentence_cosine!r}")
     regularizer = keras.regularizers.L2(l2) if l2 else None
     question, answer = token_inputs("question", "answer")
     input_encoder.make_layers()  # where the embedding always was made: seeded runs draw the same weights
@@ -92,8 +98,11 @@ def build_recurrent_matcher(
                 [x, pair_cosine(states_q, states_a)])
         return x
 
-    return head.model({"question": question, "answer": answer}, x, prediction=prediction,
-                      regularizer=regularizer, name=name)
+    model = head.model({"question": question, "answer": answer}, x, prediction=prediction,
+                       regularizer=regularizer, name=name)
+    if sentence_cosine == "start":
+        start_at_the_cosine(model, COSINE_START_SCALE, column=-1)
+    return model
 
 
 @takes_input_encoder(word_vectors)
@@ -148,11 +157,13 @@ def build_ctrn(
         dense_units: int, width h of the hidden dense layers (128 in the paper's Table 2).
         dropout: float in [0, 1), dropout rate (0.5 in the paper).
         l2: float, L2 regularisation weight lambda of eq. 3 (4e-6 in the paper).
-        sentence_cosine: bool (default False, the paper's model). True: the output layer also reads the
+        sentence_cosine: False (default, the paper's model), True or `"start"`. True: the output layer also reads the
             bi-encoder's score of the pair, the cosine of the two texts' mean-pooled input-encoder states
             (`keras_match.models.common.sentence_cosine`; over frozen all-MiniLM-L6-v2 the zero-shot
-            bi-encoder's score), concatenated in float32 after the last dense layer's dropout. Ours, not the
-            paper's: it measures what CTRN's body adds on top of that score.
+            bi-encoder's score), concatenated in float32 after the last dense layer's dropout. `"start"`: that,
+            and the output layer starts at `20 * cosine` (every other input weighs 0 at first,
+            `keras_match.models.encoder_rankers.start_at_the_cosine`), so the untrained model ranks as the cosine
+            does. Ours, not the paper's: it measures what CTRN's body adds on top of that score.
         head: `"softmax"` (default: the 2-class softmax layer of eq. 2), `"score"` or `"classification"`, with
             `num_classes` and `num_features` (the word-overlap features, step 4): the settings of the shared
             `keras_match.models.common.MatchingHead`, or one.

@@ -93,10 +93,10 @@ def build_bi_encoder(input_encoder, cosine_scale=20.0, head=None, name=None):
     return model
 
 
-def start_at_the_cosine(model, scale):
-    """Sets the ranking head of a model whose head input starts with the cosine so that its ranking score is
-    `scale * cosine`: the score head's kernel `[scale, 0, ...]`, the softmax head's `[[-scale / 2, scale / 2],
-    0, ...]`, biases 0 (every other input, the pair features, weighs 0).
+def start_at_the_cosine(model, scale, column=0):
+    """Sets the ranking head of a model whose head input holds the cosine at `column` (0: it starts with it; -1:
+    it ends with it) so that its ranking score is `scale * cosine`: the score head's kernel `scale` at that row,
+    the softmax head's `[-scale / 2, scale / 2]`, every other row and the biases 0 (every other input weighs 0).
 
     Raises:
         ValueError: the model's head is a classification head (it has no ranking score).
@@ -105,9 +105,9 @@ def start_at_the_cosine(model, scale):
     layer = model.get_layer(heads.OUTPUT_LAYERS[kind])
     kernel, bias = (np.zeros(tuple(w.shape), "float32") for w in (layer.kernel, layer.bias))
     if kind == "score":
-        kernel[0, 0] = scale
+        kernel[column, 0] = scale
     elif kind == "softmax":
-        kernel[0] = [-scale / 2, scale / 2]
+        kernel[column] = [-scale / 2, scale / 2]
     else:
         raise ValueError(f"a {kind} head has no ranking score to start at the cosine")
     layer.set_weights([kernel, bias])

@@ -195,3 +195,16 @@ def test_sentence_cosine_setting_is_checked():
     assert families.resolve("ctrn", sentence_cosine=True).model["sentence_cosine"] is True
     with pytest.raises(ValueError, match="sentence_cosine"):
         families.resolve("ctrn", sentence_cosine="yes")
+
+
+def test_sentence_cosine_start_ranks_as_the_cosine_until_it_trains():
+    model = build_ctrn(vocab_size=30, sentence_cosine="start", num_features=2, **SMALL)
+    inputs = _pair(np.random.default_rng(10), batch=6, num_features=2)
+    probabilities = model(inputs, training=False).numpy()
+    cosine = _cosine_reference(model, inputs)[:, 0]
+    # softmax over [-10 c, 10 c]: P(relevant) = sigmoid(20 c), whatever the body and the pair features say
+    np.testing.assert_allclose(probabilities[:, 1], 1 / (1 + np.exp(-20 * cosine)), atol=1e-5)
+    trained = build_ctrn(vocab_size=30, sentence_cosine=True, num_features=2, **SMALL)
+    assert not np.allclose(trained(inputs, training=False).numpy()[:, 1], probabilities[:, 1], atol=1e-3)
+    with pytest.raises(ValueError, match="sentence_cosine"):
+        build_ctrn(vocab_size=30, sentence_cosine="begin", **SMALL)
