@@ -26,30 +26,6 @@ def matching_features(xq, xa):
     return keras.layers.Concatenate(name="pair_features")([xq, xa, product, difference])
 
 
-def sentence_cosine(states_q, states_a, name="sentence_cosine"):
-    """The bi-encoder's score of a pair, from the input encoder's states: the cosine of the two texts'
-    mean-pooled, L2-normalised states (`keras_match.models.encoder_rankers.SentenceEmbedding`, one layer shared by
-    both texts), computed in float32 under every precision (a bfloat16 cosine keeps 8 significant bits).
-
-    Over a frozen sentence encoder (all-MiniLM-L6-v2, whose sentence embedding this is) it is the zero-shot
-    bi-encoder's score, `bi_encoder_minilm` with `backbone_trainable="frozen"`. A builder that takes
-    `sentence_cosine=True` gives it to its output layer beside its own representation (ours, not a paper's).
-
-    Args:
-        states_q, states_a: float `[batch, lq, d]` and `[batch, la, d]`, the input encoder's per-token states,
-            carrying its padding mask (padded positions never count).
-        name: the name of the `Dot` layer (the embedding layer is `f"{name}_embedding"`).
-
-    Returns:
-        float32 `[batch, 1]` in [-1, 1] (0 for a text with no real token).
-    """
-    # imported here: the encoder_rankers package's builder imports this module
-    from keras_match.models.encoder_rankers.sentence_embedding import SentenceEmbedding
-
-    embed = SentenceEmbedding(dtype="float32", name=f"{name}_embedding")
-    return keras.layers.Dot(axes=1, dtype="float32", name=name)([embed(states_q), embed(states_a)])
-
-
 def feature_input(num_features):
     """The optional third model input `features`, float32 `[batch, num_features]` (pair features computed by the
     preprocessor, e.g. the four word-overlap features), or None when `num_features` is 0.

@@ -10,10 +10,10 @@ from keras_match.layers import TemporalMeanPooling
 from keras_match.layers.checks import positive_int
 from keras_match.models.ctrn.ctrn import CTRN
 from keras_match.models.ctrn.qrnn import QRNN
-from keras_match.models.common import sentence_cosine as pair_cosine
 from keras_match.models.common import takes_matching_head
 from keras_match.models.common import token_inputs
 from keras_match.models.encoder_rankers.builder import start_at_the_cosine
+from keras_match.models.encoder_rankers.sentence_embedding import SentenceEmbedding
 
 
 _SHARED = ("input_encoder", "projection_dim", "num_dense_layers", "dense_units", "dropout", "l2", "sentence_cosine",
@@ -24,8 +24,30 @@ _SHARED = ("input_encoder", "projection_dim", "num_dense_layers", "dense_units",
 COSINE_START_SCALE = 20.0
 """With `sentence_cosine="start"` the output layer starts at `20 * cosine` (the bi-encoder's `cosine_scale`)."""
 
+
 def _shared_arguments(arguments):
     return {key: arguments[key] for key in _SHARED}
+
+
+def sentence_cosine_of(states_q, states_a, name="sentence_cosine"):
+    """The bi-encoder's score of a pair, from the input encoder's states: the cosine of the two texts'
+    mean-pooled, L2-normalised states (`keras_match.models.encoder_rankers.SentenceEmbedding`, one layer shared by
+    both texts), computed in float32 under every precision (a bfloat16 cosine keeps 8 significant bits).
+
+    Over a frozen sentence encoder (all-MiniLM-L6-v2, whose sentence embedding this is) it is the zero-shot
+    bi-encoder's score, `bi_encoder_minilm` with `backbone_trainable="frozen"`. A builder that takes
+    `sentence_cosine=True` gives it to its output layer beside its own representation (ours, not a paper's).
+
+    Args:
+        states_q, states_a: float `[batch, lq, d]` and `[batch, la, d]`, the input encoder's per-token states,
+            carrying its padding mask (padded positions never count).
+        name: the name of the `Dot` layer (the embedding layer is `f"{name}_embedding"`).
+
+    Returns:
+        float32 `[batch, 1]` in [-1, 1] (0 for a text with no real token).
+    """
+    embed = SentenceEmbedding(dtype="float32", name=f"{name}_embedding")
+    return keras.layers.Dot(axes=1, dtype="float32", name=name)([embed(states_q), embed(states_a)])
 
 
 @takes_matching_head("softmax")
@@ -95,7 +117,7 @@ def build_recurrent_matcher(
         if sentence_cosine:
             # float32: the output layer reads the cosine at full precision, beside the dense layers' output
             x = keras.layers.Concatenate(dtype="float32", name="prediction_and_cosine")(
-                [x, pair_cosine(states_q, states_a)])
+                [x, sentence_cosine_of(states_q, states_a)])
         return x
 
     model = head.model({"question": question, "answer": answer}, x, prediction=prediction,
@@ -159,7 +181,7 @@ def build_ctrn(
         l2: float, L2 regularisation weight lambda of eq. 3 (4e-6 in the paper).
         sentence_cosine: False (default, the paper's model), True or `"start"`. True: the output layer also reads the
             bi-encoder's score of the pair, the cosine of the two texts' mean-pooled input-encoder states
-            (`keras_match.models.common.sentence_cosine`; over frozen all-MiniLM-L6-v2 the zero-shot
+            (`keras_match.models.ctrn.builder.sentence_cosine_of`; over frozen all-MiniLM-L6-v2 the zero-shot
             bi-encoder's score), concatenated in float32 after the last dense layer's dropout. `"start"`: that,
             and the output layer starts at `20 * cosine` (every other input weighs 0 at first,
             `keras_match.models.encoder_rankers.start_at_the_cosine`), so the untrained model ranks as the cosine
