@@ -14,6 +14,7 @@ from keras_match.models.common import takes_matching_head
 from keras_match.models.common import token_inputs
 from keras_match.models.encoder_rankers.builder import start_at_the_cosine
 from keras_match.models.encoder_rankers.sentence_embedding import SentenceEmbedding
+from keras_match.models.encoder_rankers.siamese_features import SiameseFeatures
 
 
 _SHARED = ("input_encoder", "projection_dim", "num_dense_layers", "dense_units", "dropout", "l2", "sentence_cosine",
@@ -41,13 +42,14 @@ def sentence_cosine_of(states_q, states_a, name="sentence_cosine"):
     Args:
         states_q, states_a: float `[batch, lq, d]` and `[batch, la, d]`, the input encoder's per-token states,
             carrying its padding mask (padded positions never count).
-        name: the name of the `Dot` layer (the embedding layer is `f"{name}_embedding"`).
+        name: the name of the cosine layer (`SiameseFeatures("cosine")`, as the bi-encoder's; the embedding layer
+            is `f"{name}_embedding"`).
 
     Returns:
         float32 `[batch, 1]` in [-1, 1] (0 for a text with no real token).
     """
     embed = SentenceEmbedding(dtype="float32", name=f"{name}_embedding")
-    return keras.layers.Dot(axes=1, dtype="float32", name=name)([embed(states_q), embed(states_a)])
+    return SiameseFeatures("cosine", dtype="float32", name=name)([embed(states_q), embed(states_a)])
 
 
 @takes_matching_head("softmax")
