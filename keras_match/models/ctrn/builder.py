@@ -12,6 +12,7 @@ from keras_match.models.ctrn.ctrn import CTRN
 from keras_match.models.ctrn.qrnn import QRNN
 from keras_match.models.common import takes_matching_head
 from keras_match.models.common import token_inputs
+from keras_match.models.encoder_rankers.builder import COSINE_SCALE
 from keras_match.models.encoder_rankers.builder import start_at_the_cosine
 from keras_match.models.encoder_rankers.sentence_embedding import SentenceEmbedding
 from keras_match.models.encoder_rankers.siamese_features import SiameseFeatures
@@ -20,10 +21,6 @@ from keras_match.models.encoder_rankers.siamese_features import SiameseFeatures
 _SHARED = ("input_encoder", "projection_dim", "num_dense_layers", "dense_units", "dropout", "l2", "sentence_cosine",
            "head")
 """The arguments `build_ctrn` and `build_qrnn_matcher` pass on to `build_recurrent_matcher` unchanged."""
-
-
-COSINE_START_SCALE = 20.0
-"""With `sentence_cosine="start"` the output layer starts at `20 * cosine` (the bi-encoder's `cosine_scale`)."""
 
 
 def _shared_arguments(arguments):
@@ -125,7 +122,7 @@ def build_recurrent_matcher(
     model = head.model({"question": question, "answer": answer}, x, prediction=prediction,
                        regularizer=regularizer, name=name)
     if sentence_cosine == "start":
-        start_at_the_cosine(model, COSINE_START_SCALE, column=-1)
+        start_at_the_cosine(model, COSINE_SCALE, column=-1)
     return model
 
 
@@ -185,7 +182,7 @@ def build_ctrn(
             bi-encoder's score of the pair, the cosine of the two texts' mean-pooled input-encoder states
             (`keras_match.models.ctrn.builder.sentence_cosine_of`; over frozen all-MiniLM-L6-v2 the zero-shot
             bi-encoder's score), concatenated in float32 after the last dense layer's dropout. `"start"`: that,
-            and the output layer starts at `20 * cosine` (every other input weighs 0 at first,
+            and the output layer starts at `COSINE_SCALE * cosine` (20, the bi-encoder's; every other input weighs 0,
             `keras_match.models.encoder_rankers.start_at_the_cosine`), so the untrained model ranks as the cosine
             does. Ours, not the paper's: it measures what CTRN's body adds on top of that score.
         head: `"softmax"` (default: the 2-class softmax layer of eq. 2), `"score"` or `"classification"`, with

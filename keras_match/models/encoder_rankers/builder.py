@@ -16,12 +16,17 @@ from keras_match.models.encoder_rankers.packed_pair import PackedPairTransformer
 from keras_match.models.encoder_rankers.sentence_embedding import SentenceEmbedding
 from keras_match.models.encoder_rankers.siamese_features import SiameseFeatures
 
-__all__ = ["build_bi_encoder", "build_cross_encoder"]
+__all__ = ["build_bi_encoder", "build_cross_encoder", "COSINE_SCALE"]
+
+COSINE_SCALE = 20.0
+"""The initial weight of the cosine when a ranking head starts at it (`start_at_the_cosine`): sentence-transformers'
+scale of its in-batch softmax loss (a temperature of 0.05), shared by the bi-encoder and CTRN's
+`sentence_cosine="start"`."""
 
 
 @takes_input_encoder(word_vectors)
 @takes_matching_head("score")
-def build_bi_encoder(input_encoder, cosine_scale=20.0, head=None, name=None):
+def build_bi_encoder(input_encoder, cosine_scale=COSINE_SCALE, head=None, name=None):
     """Build a bi-encoder (SBERT): each text encoded alone by the same encoder, ranked by the cosine of its
     mean-pooled states.
 
