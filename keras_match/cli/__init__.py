@@ -80,6 +80,28 @@ _SCORING_PRECISIONS = ("float32", "mixed_bfloat16")
 _SCORING_PRECISION_HELP = "what the model computes in while scoring (default float32, whatever it trained in)"
 
 
+_ENCODERS_HELP = ("the folder holding the pretrained encoders' folders (all-MiniLM-L6-v2/), checked against their "
+                  "sha256; default $KERAS_MATCH_ENCODERS, else the user cache ~/.cache/keras_match/encoders, where "
+                  "a missing encoder is fetched from its public origin on first use")
+
+
+def _encoders_folder(value):
+    """`--encoders-dir`: an existing folder (argparse turns the error into the command's one usage line)."""
+    import argparse
+    import pathlib
+
+    path = pathlib.Path(value).expanduser()
+    if not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{value} is not a folder; give the folder that holds the encoders' "
+                                         "folders (e.g. all-MiniLM-L6-v2/), or leave the option out to use "
+                                         "$KERAS_MATCH_ENCODERS or the user cache")
+    return path.resolve()
+
+
+def _add_encoders_option(parser):
+    parser.add_argument("--encoders-dir", type=_encoders_folder, default=None, metavar="DIR", help=_ENCODERS_HELP)
+
+
 def build_parser():
     parser = _Parser(prog="keras-match", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -116,6 +138,7 @@ def build_parser():
                    help="fine-tune a trained preset of NAME (ENTRY/DATASET of `keras-match zoo --trained`, or a "
                    "preset folder): its settings and weights, its vocabulary extended by the new words (with their "
                    "pretrained vectors); training settings (--epochs, --set learning_rate=...) may change")
+    _add_encoders_option(p)
     p.set_defaults(func=_cmd_train)
 
     p = sub.add_parser("tune", help="search a zoo model's hyperparameter grid (tuning/) with Keras Tuner on dev; "
@@ -138,6 +161,7 @@ def build_parser():
     p.add_argument("--config", default=None, metavar="FILE", help="fixed settings from a best.json")
     p.add_argument("--space", default=None, metavar="FILE",
                    help="a search space of your own (the JSON format of tuning/; default: the entry's paper's)")
+    _add_encoders_option(p)
     p.set_defaults(func=_cmd_tune)
 
     p = sub.add_parser("evaluate", help="score a trained run (or --preset) on a dataset's test split (MAP / MRR / "
@@ -150,6 +174,7 @@ def build_parser():
     p.add_argument("--data-dir", default=None)
     p.add_argument("--json", action="store_true", help="also print the figures as JSON")
     p.add_argument("--precision", choices=_SCORING_PRECISIONS, default=None, help=_SCORING_PRECISION_HELP)
+    _add_encoders_option(p)
     p.set_defaults(func=_cmd_evaluate)
 
     p = sub.add_parser("explain", help="plot what a model attends to for one example, as PNG, for a family that has "
@@ -160,6 +185,7 @@ def build_parser():
     p.add_argument("--data-dir", default=None, help="the benchmark data, for an explanation that reads the run's "
                    "dev split")
     p.add_argument("--out", default=None, help="the PNG to write (default RUN_DIR/explain.png)")
+    _add_encoders_option(p)
     p.set_defaults(func=_cmd_explain)
 
     p = sub.add_parser("predict", help="score raw texts with a trained run: --NAME TEXT for each of its text inputs "
@@ -169,6 +195,7 @@ def build_parser():
     p.add_argument("run_dir", help="the run folder (or give --preset NAME_OR_PATH instead)")
     p.add_argument("--preset", default=None, metavar="NAME_OR_PATH", help=_PRESET_HELP)
     p.add_argument("--precision", choices=_SCORING_PRECISIONS, default=None, help=_SCORING_PRECISION_HELP)
+    _add_encoders_option(p)
     p.set_defaults(func=_cmd_predict)
 
     p = sub.add_parser("export", help="write a SavedModel for TensorFlow Serving (and optionally ONNX) of a run "
@@ -186,6 +213,7 @@ def build_parser():
     p.add_argument("--onnx-path", default=None, metavar="DIR",
                    help="folder for model.onnx (implies --onnx; must not exist); default BASE/onnx/VERSION")
     p.add_argument("--opset", type=int, default=None, help="ONNX opset, at most 18 (default 18; with --onnx)")
+    _add_encoders_option(p)
     p.set_defaults(func=_cmd_export)
 
     p = sub.add_parser("data", help="fetch the benchmarks from their public originals and build the derived files "
@@ -210,6 +238,7 @@ def build_parser():
                    help="the dataset name the run's figures are of (default the run's; e.g. wikiqa-answered)")
     p.add_argument("--data-dir", default=None, help="benchmark data folder for the float16 figures (default "
                                                     "$KERAS_MATCH_DATA, then the user cache)")
+    _add_encoders_option(p)
     p.set_defaults(func=_cmd_preset)
 
     p = sub.add_parser("zoo", help="list the zoo entries: name, family, the datasets of its shipped trained weights "
@@ -257,6 +286,10 @@ def main(argv=None):
     if extra and args.command not in ("predict", "explain"):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     args.texts = extra  # predict and explain: the run's text inputs, read once the run is loaded
+    if getattr(args, "encoders_dir", None) is not None:  # read wherever an encoder is located, as the variable is
+        from keras_match.encoders.pretrained import ENV_ENCODERS
+
+        os.environ[ENV_ENCODERS] = str(args.encoders_dir)
     from keras_match.artifacts import provenance
 
     provenance.set_command(typed)

@@ -263,6 +263,37 @@ def test_an_unreachable_origin_is_one_line_pointing_at_the_mirror_variable(encod
     assert all_files(root) == before
 
 
+def test_every_command_that_loads_a_model_locates_the_encoders_in_its_encoders_dir(encoders_dir, tmp_path,
+                                                                                   monkeypatch, capsys):
+    """`--encoders-dir DIR` of train, tune, evaluate, explain, predict, export and preset is where the command's
+    encoders are located (over $KERAS_MATCH_ENCODERS); a folder that is not there is one usage line, exit
+    status 2, and the command does not run."""
+    from keras_match import cli
+
+    copy = copy_encoder(encoders_dir, tmp_path / "copy")
+    seen = {}
+
+    def command(args):  # in place of each command: where it would locate the encoder
+        seen[args.command] = (registry.resolve_encoders_dir(), locate("minilm-l6"))
+        return 0
+
+    argvs = {"train": ["train", "ctrn_minilm"], "tune": ["tune", "ctrn_minilm", "--dir", str(tmp_path / "t")],
+             "evaluate": ["evaluate", "RUN", "--dataset", "wikiqa"], "explain": ["explain", "RUN"],
+             "predict": ["predict", "RUN", "--question", "q", "--answer", "a"], "export": ["export", "RUN", "--to", "x"],
+             "preset": ["preset", "RUN", "--to", "x"]}
+    for name, argv in argvs.items():
+        monkeypatch.setattr(cli, f"_cmd_{name}", command)
+        monkeypatch.setenv("KERAS_MATCH_ENCODERS", str(tmp_path / "elsewhere"))  # the option wins over it
+        assert cli.main(argv + ["--encoders-dir", str(tmp_path / "copy")]) == 0
+        assert seen.pop(name) == (tmp_path / "copy", copy), name
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as info:
+        cli.main(["predict", "RUN", "--encoders-dir", str(tmp_path / "nowhere"), "--question", "q"])
+    error = capsys.readouterr().err
+    assert info.value.code == 2 and not seen
+    assert error.count("\n") == 1 and "argument --encoders-dir: " in error and "nowhere is not a folder" in error
+
+
 # ---- keras-hub stays out of a plain import ----------------------------------------------------------------------
 
 
