@@ -258,6 +258,22 @@ def test_a_model_card_names_the_terms_of_its_benchmark():
     assert preset_writer._license("/home/me/my-pairs") == "the user's own data (its terms are the user's)"
 
 
+def test_a_model_card_names_the_settings_its_run_changed_from_the_entrys():
+    """A preset trained with `--set` says so: the model and training settings that differ from the zoo entry's
+    (not the head or the tokenizer, which follow the dataset and the backbone)."""
+    entry = zoo.describe("ctrn_minilm")
+    config = {"settings": {"model": dict(entry["model"], sentence_cosine="start", head="classification"),
+                           "training": dict(entry["training"], learning_rate=0.0003),
+                           "preprocessing": dict(entry["preprocessing"], tokenizer="minilm-l6")}}
+    assert preset_writer._changed_settings(config, entry) == (
+        'model `sentence_cosine` "start" (the entry\'s: false); training `learning_rate` 0.0003 (the entry\'s: 0.001)')
+    assert preset_writer._changed_settings({"settings": {"model": dict(entry["model"])}}, entry) == ""
+    assert preset_writer._changed_settings(config, {}) == ""  # an entry the zoo does not know
+    # the shipped CTRN over MiniLM is the plan's row with the cosine start, not the entry's default body
+    card = (pathlib.Path(preset_loader.__file__).parents[1] / "presets" / "ctrn_minilm" / "trecqa-raw" / "README.md")
+    assert 'model `sentence_cosine` "start" (the entry\'s: false)' in card.read_text(encoding="utf-8")
+
+
 def test_each_tasks_card_lines_run_on_a_model_of_that_task(run):
     """The lines a model card shows for a classifier and for a response selector (the ranking lines run above)."""
     from keras_match import tasks

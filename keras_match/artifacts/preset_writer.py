@@ -126,6 +126,20 @@ def _encoder_record(model) -> dict | None:
             "layers": states.layers, "frozen_parameters": frozen}
 
 
+def _changed_settings(config, preset) -> str:
+    """The run's model and training settings that differ from its zoo entry's, as `section key value (the entry's:
+    value)` items ("" if none, or the entry is unknown). Left out: the head and the preprocessing, which follow
+    the dataset's task and the backbone."""
+    settings = config.get("settings") or {}
+    items = []
+    for section in ("model", "training"):
+        entry = preset.get(section) or {}
+        for key, value in (settings.get(section) or {}).items():
+            if key in entry and key != "head" and entry[key] != value:
+                items.append(f"{section} `{key}` {json.dumps(value)} (the entry's: {json.dumps(entry[key])})")
+    return "; ".join(items)
+
+
 def _card(config, metadata, notes) -> str:
     """The model card (README.md) of a preset."""
     from keras_match import tasks
@@ -148,6 +162,9 @@ def _card(config, metadata, notes) -> str:
               *task.usage, "```", "",
               "## Training", ""]
     lines.append(f"- command: `{metadata.get('command') or 'unknown'}`")
+    changed = _changed_settings(config, preset)
+    if changed:
+        lines.append(f"- settings other than the entry's (`keras_match.zoo.describe({entry!r})`): {changed}")
     train_split = config.get("train_split") or (metadata.get("holdout_dev") or {}).get("train_split")
     lines.append(f"- dataset: {dataset} (training split {train_split or 'the default'}"
                  + (f", its first {config['max_train_questions']} questions only" if config.get("max_train_questions")
