@@ -33,8 +33,8 @@ from keras_match.settings import check_value
 from keras_match.settings import section_fields
 
 __all__ = ["Family", "register", "unregister", "families", "family_of", "names", "describe", "resolve", "build",
-           "builder_arguments", "setting_names", "optimizer", "compile_model", "read_config", "COMMON_MODEL_RULES",
-           "SECTIONS", "PRESET_PACKAGE", "BACKBONE_SETTINGS", "BACKBONE_RULES"]
+           "builder_arguments", "setting_names", "changed_settings", "optimizer", "compile_model", "read_config",
+           "COMMON_MODEL_RULES", "SECTIONS", "PRESET_PACKAGE", "BACKBONE_SETTINGS", "BACKBONE_RULES"]
 
 PRESET_PACKAGE = "keras_match.zoo_presets"
 SECTIONS = ("model", "training", "preprocessing")
@@ -276,6 +276,30 @@ def describe(name):
     for key in ("description", "paper", "dataset", "reported"):
         preset.setdefault(key, None)
     return preset
+
+
+def changed_settings(settings, preset) -> str:
+    """A run's model and training `settings` (its config's `settings`) that differ from its zoo entry's `preset`
+    (`describe(name)`), as `section key value (the entry's: value)` items joined by "; " ("" if none, or `preset`
+    is empty: an entry the zoo does not know). A backbone setting the entry does not name is compared with its
+    default (`BACKBONE_SETTINGS`); any other setting the entry does not name is listed as such. Left out: the
+    head, the classes and the preprocessing, which follow the dataset's task and the backbone. The model cards of
+    presets list them (`keras_match.artifacts.preset_writer`)."""
+    if not preset:
+        return ""
+    items = []
+    for section in ("model", "training"):
+        entry = preset.get(section) or {}
+        if section == "model":
+            entry = dict(BACKBONE_SETTINGS, **entry)
+        for key, value in (settings.get(section) or {}).items():
+            if key in ("head", "num_classes"):
+                continue
+            if key not in entry:
+                items.append(f"{section} `{key}` {json.dumps(value)} (the entry does not set it)")
+            elif entry[key] != value:
+                items.append(f"{section} `{key}` {json.dumps(value)} (the entry's: {json.dumps(entry[key])})")
+    return "; ".join(items)
 
 
 def _builder_arguments(family, builder):

@@ -265,13 +265,22 @@ def test_a_model_card_names_the_settings_its_run_changed_from_the_entrys():
     config = {"settings": {"model": dict(entry["model"], sentence_cosine="start", head="classification"),
                            "training": dict(entry["training"], learning_rate=0.0003),
                            "preprocessing": dict(entry["preprocessing"], tokenizer="minilm-l6")}}
-    assert preset_writer._changed_settings(config, entry) == (
+    assert zoo.changed_settings(config["settings"], entry) == (
         'model `sentence_cosine` "start" (the entry\'s: false); training `learning_rate` 0.0003 (the entry\'s: 0.001)')
-    assert preset_writer._changed_settings({"settings": {"model": dict(entry["model"])}}, entry) == ""
-    assert preset_writer._changed_settings(config, {}) == ""  # an entry the zoo does not know
+    assert zoo.changed_settings({"model": dict(entry["model"])}, entry) == ""
+    assert zoo.changed_settings(config["settings"], {}) == ""  # an entry the zoo does not know
+    # a backbone setting the entry leaves at its default, and a builder argument the entry does not name
+    extra = {"settings": {"model": dict(entry["model"], backbone_trainable=2, backbone_layers="last", num_classes=3,
+                                        new_argument=2)}}
+    assert zoo.changed_settings(extra["settings"], entry) == (
+        'model `backbone_trainable` 2 (the entry\'s: "frozen"); model `new_argument` 2 (the entry does not set it)')
     # the shipped CTRN over MiniLM is the plan's row with the cosine start, not the entry's default body
     card = (pathlib.Path(preset_loader.__file__).parents[1] / "presets" / "ctrn_minilm" / "trecqa-raw" / "README.md")
     assert 'model `sentence_cosine` "start" (the entry\'s: false)' in card.read_text(encoding="utf-8")
+    assert "the pinned encoder from a local folder, or from its public origin once" in card.read_text(encoding="utf-8")
+    # the MiniLM presets trained with MiniLM's top two layers say so
+    card = card.parents[2] / "iwan_ncarnn_minilm" / "trecqa-clean" / "README.md"
+    assert "model `backbone_trainable` 2 (the entry's: \"frozen\")" in card.read_text(encoding="utf-8")
 
 
 def test_each_tasks_card_lines_run_on_a_model_of_that_task(run):

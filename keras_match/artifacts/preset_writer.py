@@ -126,20 +126,6 @@ def _encoder_record(model) -> dict | None:
             "layers": states.layers, "frozen_parameters": frozen}
 
 
-def _changed_settings(config, preset) -> str:
-    """The run's model and training settings that differ from its zoo entry's, as `section key value (the entry's:
-    value)` items ("" if none, or the entry is unknown). Left out: the head and the preprocessing, which follow
-    the dataset's task and the backbone."""
-    settings = config.get("settings") or {}
-    items = []
-    for section in ("model", "training"):
-        entry = preset.get(section) or {}
-        for key, value in (settings.get(section) or {}).items():
-            if key in entry and key != "head" and entry[key] != value:
-                items.append(f"{section} `{key}` {json.dumps(value)} (the entry's: {json.dumps(entry[key])})")
-    return "; ".join(items)
-
-
 def _card(config, metadata, notes) -> str:
     """The model card (README.md) of a preset."""
     from keras_match import tasks
@@ -156,13 +142,15 @@ def _card(config, metadata, notes) -> str:
     lines = [f"# {entry} trained on {benchmark}", ""]
     if preset.get("description"):
         lines += [preset["description"], ""]
-    lines += ["Load it without training (no data folder, no network):", "", "```python",
+    where = ("no data folder; the pinned encoder from a local folder, or from its public origin once, on first use"
+             if metadata.get("encoder") else "no data folder, no network")
+    lines += [f"Load it without training ({where}):", "", "```python",
               "import keras_match", "", f"run = keras_match.artifacts.presets.load_preset(PATH)  # a shipped preset: "
               f"keras_match.zoo.load({entry!r}, weights={benchmark!r})",
               *task.usage, "```", "",
               "## Training", ""]
     lines.append(f"- command: `{metadata.get('command') or 'unknown'}`")
-    changed = _changed_settings(config, preset)
+    changed = zoo.changed_settings(config.get("settings") or {}, preset)
     if changed:
         lines.append(f"- settings other than the entry's (`keras_match.zoo.describe({entry!r})`): {changed}")
     train_split = config.get("train_split") or (metadata.get("holdout_dev") or {}).get("train_split")

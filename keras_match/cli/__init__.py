@@ -16,6 +16,7 @@ keras-match data download trecqa        # or: all; `data verify NAME|all` checks
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 
@@ -286,16 +287,13 @@ def main(argv=None):
     if extra and args.command not in ("predict", "explain"):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     args.texts = extra  # predict and explain: the run's text inputs, read once the run is loaded
-    if getattr(args, "encoders_dir", None) is not None:  # read wherever an encoder is located, as the variable is
-        from keras_match.encoders.pretrained import ENV_ENCODERS
-
-        os.environ[ENV_ENCODERS] = str(args.encoders_dir)
     from keras_match.artifacts import provenance
 
     provenance.set_command(typed)
     _quiet_tensorflow_import()  # every command imports it (`zoo` too: the families' layers, the presets' encoders)
     try:
-        status = args.func(args)
+        with _encoders_variable(getattr(args, "encoders_dir", None)):
+            status = args.func(args)
     except KeyboardInterrupt:
         return 130
     except (ValueError, OSError, RuntimeError) as error:
@@ -305,6 +303,26 @@ def main(argv=None):
         print(f"keras-match {args.command}: error: {_one_line(error)}", file=sys.stderr)
         return status
     return status or 0
+
+
+@contextlib.contextmanager
+def _encoders_variable(folder):
+    """`--encoders-dir`: the command reads `$KERAS_MATCH_ENCODERS` as `folder` wherever it locates an encoder, and
+    the variable is as it was after the command (a caller of `main` in its own process keeps its own)."""
+    if folder is None:
+        yield
+        return
+    from keras_match.encoders.pretrained import ENV_ENCODERS
+
+    before = os.environ.get(ENV_ENCODERS)
+    os.environ[ENV_ENCODERS] = str(folder)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(ENV_ENCODERS, None)
+        else:
+            os.environ[ENV_ENCODERS] = before
 
 
 def _exit_status(error):

@@ -286,6 +286,7 @@ def test_every_command_that_loads_a_model_locates_the_encoders_in_its_encoders_d
         monkeypatch.setenv("KERAS_MATCH_ENCODERS", str(tmp_path / "elsewhere"))  # the option wins over it
         assert cli.main(argv + ["--encoders-dir", str(tmp_path / "copy")]) == 0
         assert seen.pop(name) == (tmp_path / "copy", copy), name
+        assert os.environ["KERAS_MATCH_ENCODERS"] == str(tmp_path / "elsewhere"), name  # as it was, after the command
     capsys.readouterr()
     with pytest.raises(SystemExit) as info:
         cli.main(["predict", "RUN", "--encoders-dir", str(tmp_path / "nowhere"), "--question", "q"])
