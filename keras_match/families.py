@@ -278,13 +278,14 @@ def describe(name):
     return preset
 
 
-def changed_settings(settings, preset) -> str:
+def changed_settings(settings, preset, task_settings=()) -> str:
     """A run's model and training `settings` (its config's `settings`) that differ from its zoo entry's `preset`
     (`describe(name)`), as `section key value (the entry's: value)` items joined by "; " ("" if none, or `preset`
     is empty: an entry the zoo does not know). A backbone setting the entry does not name is compared with its
     default (`BACKBONE_SETTINGS`); any other setting the entry does not name is listed as such. Left out: the
-    head, the classes and the preprocessing, which follow the dataset's task and the backbone. The model cards of
-    presets list them (`keras_match.artifacts.preset_writer`)."""
+    model settings the run's task sets (`task_settings`, the keys of `Task.model_settings`: the head, the
+    classes) and the preprocessing, which follows the backbone. The model cards of presets list them
+    (`keras_match.artifacts.preset_writer`)."""
     if not preset:
         return ""
     items = []
@@ -293,7 +294,7 @@ def changed_settings(settings, preset) -> str:
         if section == "model":
             entry = dict(BACKBONE_SETTINGS, **entry)
         for key, value in (settings.get(section) or {}).items():
-            if key in ("head", "num_classes"):
+            if section == "model" and key in task_settings:
                 continue
             if key not in entry:
                 items.append(f"{section} `{key}` {json.dumps(value)} (the entry does not set it)")

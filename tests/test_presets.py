@@ -21,7 +21,7 @@ import pytest
 
 from conftest import benchmark_module
 
-from keras_match import cli, zoo
+from keras_match import cli, tasks, zoo
 from keras_match.artifacts import preset_loader, preset_writer, presets, runs
 from keras_match.serving import export
 
@@ -265,14 +265,14 @@ def test_a_model_card_names_the_settings_its_run_changed_from_the_entrys():
     config = {"settings": {"model": dict(entry["model"], sentence_cosine="start", head="classification"),
                            "training": dict(entry["training"], learning_rate=0.0003),
                            "preprocessing": dict(entry["preprocessing"], tokenizer="minilm-l6")}}
-    assert zoo.changed_settings(config["settings"], entry) == (
+    task_settings = tasks.ClassificationTask(["a", "b", "c"]).model_settings(entry["model"])  # head, num_classes
+    assert zoo.changed_settings(config["settings"], entry, task_settings) == (
         'model `sentence_cosine` "start" (the entry\'s: false); training `learning_rate` 0.0003 (the entry\'s: 0.001)')
-    assert zoo.changed_settings({"model": dict(entry["model"])}, entry) == ""
-    assert zoo.changed_settings(config["settings"], {}) == ""  # an entry the zoo does not know
+    assert zoo.changed_settings({"model": dict(entry["model"])}, entry, task_settings) == ""
+    assert zoo.changed_settings(config["settings"], {}, task_settings) == ""  # an entry the zoo does not know
     # a backbone setting the entry leaves at its default, and a builder argument the entry does not name
-    extra = {"settings": {"model": dict(entry["model"], backbone_trainable=2, backbone_layers="last", num_classes=3,
-                                        new_argument=2)}}
-    assert zoo.changed_settings(extra["settings"], entry) == (
+    model = dict(entry["model"], backbone_trainable=2, backbone_layers="last", num_classes=3, new_argument=2)
+    assert zoo.changed_settings({"model": model}, entry, task_settings) == (
         'model `backbone_trainable` 2 (the entry\'s: "frozen"); model `new_argument` 2 (the entry does not set it)')
     # the shipped CTRN over MiniLM is the plan's row with the cosine start, not the entry's default body
     card = (pathlib.Path(preset_loader.__file__).parents[1] / "presets" / "ctrn_minilm" / "trecqa-raw" / "README.md")

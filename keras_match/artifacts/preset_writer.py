@@ -150,7 +150,8 @@ def _card(config, metadata, notes) -> str:
               *task.usage, "```", "",
               "## Training", ""]
     lines.append(f"- command: `{metadata.get('command') or 'unknown'}`")
-    changed = zoo.changed_settings(config.get("settings") or {}, preset)
+    changed = zoo.changed_settings(config.get("settings") or {}, preset,
+                                   task.model_settings(preset["model"]) if preset else ())
     if changed:
         lines.append(f"- settings other than the entry's (`keras_match.zoo.describe({entry!r})`): {changed}")
     train_split = config.get("train_split") or (metadata.get("holdout_dev") or {}).get("train_split")
