@@ -15,8 +15,10 @@ with its provenance, and the run folders under `OUT/runs/`) and a row number, th
    float32, as `keras_match/presets/<entry>/<dataset>/` (`--into`), its model card saying which seed, why, both
    figures and this command;
 4. writes the preset shipped with its weights gzip-compressed (`write_preset(compress=True)`: a Compare-Aggregate
-   body over MiniLM with its top two layers trained takes 7.8 MB in float16 so, 8.4 MB without) and refuses
-   (exit 1, nothing shipped) a weights file over 8 MB or shipped presets over 40 MB in all;
+   body over MiniLM with its top two layers trained takes 7.8 MB in float16 so, 8.4 MB without) and, into the
+   package, refuses (exit 1, nothing shipped) a weights file over 8 MB or shipped presets over 40 MB in all; a
+   preset over that budget goes to a folder of its own (`--into DIR`, no limit), loaded with
+   `keras_match.zoo.load(ENTRY, weights="DIR/ENTRY/DATASET")`;
 5. prints JSON of what it did: the seeds' figures, the chosen seed, both presets' figures and sizes, the choice.
 
     KERAS_MATCH_DATA=../shared/data python benchmarks/ablation.py benchmarks/ablations/compare_aggregate_wikiqa.json \\
@@ -111,6 +113,34 @@ def shipped_folders(into: pathlib.Path) -> list[pathlib.Path]:
 
     return [folder for entry in sorted(into.iterdir()) if entry.is_dir() for folder in sorted(entry.iterdir())
             if presets.is_preset(folder)] if into.is_dir() else []
+
+
+def in_package(into: pathlib.Path) -> bool:
+    """Whether `into` is the package's presets folder (`keras_match/presets`), where the size limits apply."""
+    return into.resolve() == PACKAGE_PRESETS.resolve()
+
+
+def check_limits(final: pathlib.Path, into: pathlib.Path, target: pathlib.Path) -> tuple[int, int]:
+    """The weights file's bytes and the bytes of every preset under `into` once `final` replaces `target`.
+
+    Raises:
+        ShipError: shipping into the package (`in_package`), a weights file over `MAX_WEIGHTS_BYTES` or presets
+            over `MAX_SHIPPED_BYTES` in all. A folder outside the package (`--into DIR`: a preset over the budget,
+            loaded with `zoo.load(ENTRY, weights=DIR/ENTRY/DATASET)`) has no limit.
+    """
+    from keras_match.artifacts import presets
+
+    weights_bytes = (final / presets.WEIGHTS_FILE).stat().st_size
+    others = sum(folder_bytes(folder) for folder in shipped_folders(into) if folder.resolve() != target.resolve())
+    total = others + folder_bytes(final)
+    if not in_package(into):
+        return weights_bytes, total
+    if weights_bytes > MAX_WEIGHTS_BYTES:
+        raise ShipError(f"{final / presets.WEIGHTS_FILE}: {weights_bytes:,} bytes, over the "
+                        f"{MAX_WEIGHTS_BYTES:,} allowed per weights file")
+    if total > MAX_SHIPPED_BYTES:
+        raise ShipError(f"the shipped presets would take {total:,} bytes, over the {MAX_SHIPPED_BYTES:,} allowed")
+    return weights_bytes, total
 
 
 def summary(figures: dict) -> str:
@@ -244,15 +274,7 @@ def ship(args) -> dict:
         expected = fig16 if float16 else fig32
         if presets.largest_figure_difference(shipped_figures, expected, splits=("test",)) > 1e-6:
             raise ShipError("the preset written last does not give the figures of its candidate")
-        weights_bytes = (final / presets.WEIGHTS_FILE).stat().st_size
-        others = sum(folder_bytes(folder) for folder in shipped_folders(into)
-                     if folder.resolve() != target.resolve())
-        total = others + folder_bytes(final)
-        if weights_bytes > MAX_WEIGHTS_BYTES:
-            raise ShipError(f"{final / presets.WEIGHTS_FILE}: {weights_bytes:,} bytes, over the "
-                            f"{MAX_WEIGHTS_BYTES:,} allowed per weights file")
-        if total > MAX_SHIPPED_BYTES:
-            raise ShipError(f"the shipped presets would take {total:,} bytes, over the {MAX_SHIPPED_BYTES:,} allowed")
+        weights_bytes, total = check_limits(final, into, target)
         sizes = {name: {"preset_bytes": folder_bytes(path),
                         "weights_bytes": (path / presets.WEIGHTS_FILE).stat().st_size}
                  for name, path in (("float32", candidate32), ("float16", candidate16))}
@@ -274,7 +296,8 @@ def ship(args) -> dict:
         "largest_difference": difference, "tolerance": args.tolerance,
         "stored": "float16" if float16 else "float32",
         "preset_bytes": folder_bytes(target), "weights_bytes": weights_bytes, "shipped_total_bytes": total,
-        "limits": {"weights_bytes": MAX_WEIGHTS_BYTES, "shipped_bytes": MAX_SHIPPED_BYTES},
+        "limits": ({"weights_bytes": MAX_WEIGHTS_BYTES, "shipped_bytes": MAX_SHIPPED_BYTES}
+                   if in_package(into) else None),
     }
 
 
@@ -287,7 +310,8 @@ def main(argv=None) -> int:
     parser.add_argument("--plan", default=None, help="the ablation plan (benchmarks/ablations/*.json) that made "
                                                      "OUT, named in the model card's rebuild command")
     parser.add_argument("--into", default=str(PACKAGE_PRESETS),
-                        help="the shipped presets' folder (default keras_match/presets)")
+                        help="the presets' folder (default keras_match/presets, where the package's size limits "
+                             "apply; another folder has none)")
     parser.add_argument("--data-dir", default=None, help="benchmark data (default $KERAS_MATCH_DATA)")
     parser.add_argument("--tolerance", type=float, default=TOLERANCE,
                         help="the largest dev or test figure change float16 may make (default 0.002)")

@@ -665,6 +665,33 @@ def test_the_rebuild_command_of_a_model_card_runs_from_a_clone():
         "python benchmarks/reproduce.py lc_lstm --out rel/runs")
 
 
+def test_the_package_size_limits_apply_only_to_presets_shipped_into_the_package(tmp_path):
+    """`benchmarks/ship_presets.py` refuses a weights file over 8 MB, or presets over 40 MB in all, in
+    `keras_match/presets`; a preset over that budget may still be written to a folder of its own (`--into DIR`)."""
+    from conftest import benchmark_module
+
+    ship = benchmark_module("ship_presets")
+    final = tmp_path / "final"
+    final.mkdir()
+    with open(final / presets.WEIGHTS_FILE, "wb") as f:
+        f.truncate(ship.MAX_WEIGHTS_BYTES + 1)
+    elsewhere = tmp_path / "presets"
+    assert ship.check_limits(final, elsewhere, elsewhere / "entry" / "data") == (ship.MAX_WEIGHTS_BYTES + 1,
+                                                                               ship.MAX_WEIGHTS_BYTES + 1)
+    package = ship.PACKAGE_PRESETS
+    with pytest.raises(ship.ShipError, match="over the 8,000,000 allowed per weights file"):
+        ship.check_limits(final, package, package / "entry" / "data")
+    # within the per-file limit, but with the presets shipped already over the 40 MB in all
+    with open(final / presets.WEIGHTS_FILE, "wb") as f:
+        f.truncate(1000)
+    shipped = sum(ship.folder_bytes(folder) for folder in ship.shipped_folders(package))
+    with open(final / "extra.bin", "wb") as f:
+        f.truncate(ship.MAX_SHIPPED_BYTES - shipped + 1)
+    with pytest.raises(ship.ShipError, match="would take"):
+        ship.check_limits(final, package, package / "entry" / "data")
+    assert ship.check_limits(final, elsewhere, elsewhere / "entry" / "data")[1] == ship.MAX_SHIPPED_BYTES - shipped + 1001
+
+
 def test_a_format_1_preset_with_the_whole_vocabulary_loads_and_is_compacted_to_the_same_model(preset, run, tmp_path):
     """Presets written before format 2 stored all 400,000 GloVe words; they still load, and `compact_vocabulary`
     rewrites them to the stored training words, giving the same vocabulary and scores."""
