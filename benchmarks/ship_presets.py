@@ -123,6 +123,15 @@ def in_package(into: pathlib.Path) -> bool:
 def check_limits(final: pathlib.Path, into: pathlib.Path, target: pathlib.Path) -> tuple[int, int]:
     """The weights file's bytes and the bytes of every preset under `into` once `final` replaces `target`.
 
+    Args:
+        final: the preset folder written (its `model.weights.h5` and every other file count).
+        into: the presets' folder it goes into (`--into`).
+        target: the folder it will take under `into` (`<entry>/<dataset>`); a preset there now is replaced, so it
+            does not count.
+
+    Returns:
+        `(weights_bytes, total_bytes)`.
+
     Raises:
         ShipError: shipping into the package (`in_package`), a weights file over `MAX_WEIGHTS_BYTES` or presets
             over `MAX_SHIPPED_BYTES` in all. A folder outside the package (`--into DIR`: a preset over the budget,

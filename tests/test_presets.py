@@ -665,31 +665,43 @@ def test_the_rebuild_command_of_a_model_card_runs_from_a_clone():
         "python benchmarks/reproduce.py lc_lstm --out rel/runs")
 
 
-def test_the_package_size_limits_apply_only_to_presets_shipped_into_the_package(tmp_path):
-    """`benchmarks/ship_presets.py` refuses a weights file over 8 MB, or presets over 40 MB in all, in
-    `keras_match/presets`; a preset over that budget may still be written to a folder of its own (`--into DIR`)."""
+def test_the_package_size_limits_apply_only_to_presets_shipped_into_the_package(tmp_path, monkeypatch):
+    """`benchmarks/ship_presets.py` refuses a weights file over 8 MB, or presets over 40 MB in all, in the package's
+    presets folder (however it is named: a relative path, a link); a preset over that budget may still be written to
+    a folder of its own (`--into DIR`). A preset replaced (`--replace`) is not counted beside its replacement."""
     from conftest import benchmark_module
 
     ship = benchmark_module("ship_presets")
-    final = tmp_path / "final"
-    final.mkdir()
-    with open(final / presets.WEIGHTS_FILE, "wb") as f:
-        f.truncate(ship.MAX_WEIGHTS_BYTES + 1)
-    elsewhere = tmp_path / "presets"
-    assert ship.check_limits(final, elsewhere, elsewhere / "entry" / "data") == (ship.MAX_WEIGHTS_BYTES + 1,
-                                                                               ship.MAX_WEIGHTS_BYTES + 1)
-    package = ship.PACKAGE_PRESETS
-    with pytest.raises(ship.ShipError, match="over the 8,000,000 allowed per weights file"):
-        ship.check_limits(final, package, package / "entry" / "data")
-    # within the per-file limit, but with the presets shipped already over the 40 MB in all
-    with open(final / presets.WEIGHTS_FILE, "wb") as f:
-        f.truncate(1000)
-    shipped = sum(ship.folder_bytes(folder) for folder in ship.shipped_folders(package))
-    with open(final / "extra.bin", "wb") as f:
-        f.truncate(ship.MAX_SHIPPED_BYTES - shipped + 1)
-    with pytest.raises(ship.ShipError, match="would take"):
-        ship.check_limits(final, package, package / "entry" / "data")
-    assert ship.check_limits(final, elsewhere, elsewhere / "entry" / "data")[1] == ship.MAX_SHIPPED_BYTES - shipped + 1001
+    package = tmp_path / "package" / "presets"
+    monkeypatch.setattr(ship, "PACKAGE_PRESETS", package)
+
+    def sized(folder, weights, extra=0):
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, size in ((presets.WEIGHTS_FILE, weights), ("extra.bin", extra)):
+            with open(folder / name, "wb") as f:
+                f.truncate(size)
+        return folder
+
+    shipped = sized(package / "entry" / "old", 1000, 30_000_000)  # 30 MB shipped already
+    final = sized(tmp_path / "final", ship.MAX_WEIGHTS_BYTES + 1)
+    elsewhere = tmp_path / "elsewhere"
+    assert ship.check_limits(final, elsewhere, elsewhere / "e" / "d") == (ship.MAX_WEIGHTS_BYTES + 1,) * 2
+    monkeypatch.chdir(tmp_path)
+    link = tmp_path / "link"
+    link.symlink_to(package, target_is_directory=True)
+    for into in (package, pathlib.Path("package/presets"), link):
+        with pytest.raises(ship.ShipError, match="over the 8,000,000 allowed per weights file"):
+            ship.check_limits(final, into, into / "e" / "d")
+    sized(final, ship.MAX_WEIGHTS_BYTES)  # exactly the limit is allowed
+    assert ship.check_limits(final, package, package / "e" / "d") == (ship.MAX_WEIGHTS_BYTES,
+                                                                     ship.MAX_WEIGHTS_BYTES + 30_001_000)
+    # the new preset takes the total over 40 MB: refused in the package, not elsewhere
+    sized(final, 1000, ship.MAX_SHIPPED_BYTES - 30_001_000 - 1000 + 1)
+    with pytest.raises(ship.ShipError, match="would take 40,000,001 bytes"):
+        ship.check_limits(final, package, package / "e" / "d")
+    assert ship.check_limits(final, elsewhere, elsewhere / "e" / "d") == (1000, 10_000_001 - 1000)
+    # replacing the shipped preset: it no longer counts
+    assert ship.check_limits(final, package, shipped) == (1000, 10_000_001 - 1000)
 
 
 def test_a_format_1_preset_with_the_whole_vocabulary_loads_and_is_compacted_to_the_same_model(preset, run, tmp_path):
