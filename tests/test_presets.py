@@ -669,8 +669,6 @@ def test_the_package_size_limits_apply_only_to_presets_shipped_into_the_package(
     """`benchmarks/ship_presets.py` refuses a weights file over 8 MB, or presets over 40 MB in all, in the package's
     presets folder (however it is named: a relative path, a link); a preset over that budget may still be written to
     a folder of its own (`--into DIR`). A preset replaced (`--replace`) is not counted beside its replacement."""
-    from conftest import benchmark_module
-
     ship = benchmark_module("ship_presets")
     package = tmp_path / "package" / "presets"
     monkeypatch.setattr(ship, "PACKAGE_PRESETS", package)
