@@ -634,6 +634,42 @@ def test_a_preset_chosen_on_held_out_questions_records_them_and_is_scored_on_the
     assert not (tmp_path / "bad").exists()
 
 
+def test_a_run_on_held_out_questions_records_them_and_its_preset_takes_them_from_the_run(trained_run, data_dir,
+                                                                                          tmp_path):
+    # a run of `benchmarks/reproduce.py --holdout-dev` writes `holdout_dev` into its config.json, so that
+    # `keras-match preset RUN` records it without being told (its card and figures then name the right splits)
+    from keras_match.datasets.base import hold_out_dev
+    from keras_match.datasets.catalog import load_by_name
+    from keras_match.training.recipe import Recipe
+    from keras_match.training.trainer import run_config
+
+    whole = load_by_name("semeval2016", data_dir=data_dir, train_split="train-part2+train-2015")
+    held = Recipe.prepare("mcan_fm", hold_out_dev(whole, 0.2), data_dir=data_dir, max_train_questions=5)
+    config = run_config(held, "mcan_fm", "semeval2016", "train-part2+train-2015", 5, None)
+    assert config["holdout_dev"] == 0.2 and config["train_split"] == "train-part2+train-2015"
+    plain = Recipe.prepare("mcan_fm", whole, data_dir=data_dir, max_train_questions=5)
+    assert "holdout_dev" not in run_config(plain, "mcan_fm", "semeval2016", "train-part2+train-2015", 5, None)
+    assert "holdout_dev" in runs.RESUME_KEYS  # resuming it without the held-out split is refused
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(trained_run, run_dir)
+    written = json.loads((run_dir / "config.json").read_text())
+    written.update(holdout_dev=0.2, train_split="train-part2+train-2015")
+    (run_dir / "config.json").write_text(json.dumps(written))
+    runs.record_digests(run_dir)
+    metadata = json.loads((presets.write_preset(run_dir, tmp_path / "preset", benchmark="semeval2016")
+                           / "metadata.json").read_text())
+    assert metadata["holdout_dev"] == {"fraction": 0.2, "train_split": "train-part2+train-2015"}
+    card = (tmp_path / "preset" / "README.md").read_text()
+    assert "figures labelled `test` are on semeval2016's dev split" in card
+    # the argument still wins over the run's record; a run without one records none
+    given = {"fraction": 0.1, "train_split": "train-part2"}
+    assert json.loads((presets.write_preset(run_dir, tmp_path / "given", benchmark="semeval2016", holdout_dev=given)
+                       / "metadata.json").read_text())["holdout_dev"] == given
+    assert "holdout_dev" not in json.loads((presets.write_preset(trained_run, tmp_path / "plain")
+                                            / "metadata.json").read_text())
+
+
 def test_figure_differences_compare_only_what_both_sides_give_and_the_largest_is_signed_out():
     measured = {"dev": {"map": 0.80, "mrr": 0.90, "num_questions": 65},
                 "test": {"per_response_accuracy": 0.50, "per_dialog_accuracy": 0.0}}

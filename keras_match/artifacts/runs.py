@@ -3,7 +3,8 @@
 ```
 RUN_DIR/
   config.json          the zoo entry, its settings (model / training / preprocessing, each setting once), the
-                       dataset and its task, seed, vectors and the sha256 of every data file read
+                       dataset and its task, seed, vectors and the sha256 of every data file read, and
+                       `holdout_dev` for a dev split held out of the training questions
   preprocessor.json    the preprocessor's config (keras_match.preprocessors)
   vocabulary.txt       its vocabulary, one token per line (ids from 2; 0 = padding, 1 = OOV), and its other
                        assets (document_frequencies.tsv with pair features)
@@ -157,7 +158,7 @@ def check_digests(root) -> None:
 
 
 RESUME_KEYS = ("zoo", "settings", "dataset", "task", "train_split", "seed", "max_train_questions", "embeddings",
-               "embeddings_sha256", "data_files", "init_preset")
+               "embeddings_sha256", "data_files", "init_preset", "holdout_dev")
 """The settings a resumed run must share with the interrupted one."""
 
 

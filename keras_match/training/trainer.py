@@ -101,8 +101,11 @@ def _describe_vocabulary(preprocessor, coverage):
 
 def run_config(recipe, name, spec, train_split, max_train_questions, embeddings_path):
     """The run's `config.json`: the entry, its settings (each once, in its section), the dataset and its task,
-    the seed, the vectors and the sha256 of every data file read."""
+    the seed, the vectors and the sha256 of every data file read; for a dataset whose dev split was held out of
+    its training questions (`keras_match.datasets.base.hold_out_dev`), `holdout_dev` (the fraction), which
+    `keras_match.artifacts.presets.write_preset` reads."""
     settings, vectors = recipe.settings, recipe.vectors
+    holdout = (getattr(recipe.dataset, "metadata", None) or {}).get("holdout_dev")
     return {
         "format": runs.CONFIG_FORMAT,
         "zoo": name,
@@ -117,6 +120,7 @@ def run_config(recipe, name, spec, train_split, max_train_questions, embeddings_
         "embeddings": str(embeddings_path) if embeddings_path else None,
         "embeddings_sha256": vectors.sha256 if vectors is not None else None,
         "data_files": data_files(recipe.dataset),
+        **({"holdout_dev": holdout} if holdout else {}),
     }
 
 
