@@ -701,6 +701,22 @@ def test_the_rebuild_command_of_a_model_card_runs_from_a_clone():
         "python benchmarks/reproduce.py lc_lstm --out rel/runs")
 
 
+def test_shipping_checks_that_the_preset_holds_every_weight_of_its_run(run, preset):
+    # benchmarks/ship_presets.py compares the weights themselves, not only figures (a bfloat16 run's figures move
+    # with the batch shapes they were computed in, while its weights are the same)
+    ship = benchmark_module("ship_presets")
+    float32 = presets.load_preset(preset)  # the frozen vectors rebuilt from their file, the rest from the preset's
+    assert len(run.model.weights) > 5
+    assert ship.differing_weights(run.model, float32.model) == []
+    changed = presets.load_preset(preset)
+    weight = next(w for w in changed.model.weights if w.trainable and np.size(w.numpy()) > 1)
+    values = weight.numpy()
+    values.flat[-1] = np.nextafter(values.flat[-1], np.float32(np.inf))  # one value, by its last bit
+    weight.assign(values)
+    assert ship.differing_weights(run.model, changed.model) == [weight.path]
+    assert ship.differing_weights(run.model, float32.model) == []  # the other load is its own
+
+
 def test_the_package_size_limits_apply_only_to_presets_shipped_into_the_package(tmp_path, monkeypatch):
     """`benchmarks/ship_presets.py` refuses a weights file over 8 MB, or presets over 40 MB in all, in the package's
     presets folder (however it is named: a relative path, a link); a preset over that budget may still be written to
