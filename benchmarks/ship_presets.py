@@ -10,8 +10,8 @@ with its provenance, and the run folders under `OUT/runs/`) and a row number, th
 2. writes that run's preset in float32 and in float16 (`keras_match.artifacts.presets.write_preset`) into a temporary
    folder and re-evaluates BOTH, loaded from their files, on the benchmark's test (and dev) split; the float32
    preset must hold the run's weights exactly (`differing_weights`, every weight compared); loaded in the precision
-   the run computed in (`mixed_bfloat16` for some) it should give the run's figures, and where it does not (a
-   bfloat16 score depends on the batch shapes it was computed in: the run scored dev through its state cache) the
+   the run computed in it must give the run's figures exactly, but for a run in mixed precision, whose scores
+   depend on the batch shapes they were computed in (the run scored dev through its state cache): there the
    difference is printed and returned (`run_figure_drift`); the figures shipped are those of the preset loaded in
    float32, as a user loads it;
 3. ships float16 if no dev or test figure moved by more than `--tolerance` (0.002) from the float32 preset's, else
@@ -65,6 +65,9 @@ def differing_weights(expected, actual) -> list[str]:
 
     ours, theirs = ({weight.path: np.asarray(weight.numpy()) for weight in model.weights}
                     for model in (expected, actual))
+    for model, named in ((expected, ours), (actual, theirs)):
+        if len(named) != len(model.weights):  # two weights of one path: compared by path, one would hide the other
+            raise ValueError(f"{model.name}: {len(model.weights) - len(named)} weight paths are not unique")
     return sorted(path for path in ours.keys() | theirs.keys()
                   if path not in ours or path not in theirs or ours[path].shape != theirs[path].shape
                   or not np.array_equal(ours[path], theirs[path]))
@@ -263,7 +266,9 @@ def ship(args) -> dict:
               "candidates", file=sys.stderr)
         candidate32 = presets.write_preset(run_dir, work / "float32", benchmark=dataset, data_dir=args.data_dir,
                                            holdout_dev=holdout)
-        benchmark = presets.benchmark_dataset(dataset, holdout, data_dir=args.data_dir)
+        # the splits the preset records (the result file's hold-out, else the run's own record)
+        recorded = json.loads((candidate32 / presets.METADATA_FILE).read_text(encoding="utf-8")).get("holdout_dev")
+        benchmark = presets.benchmark_dataset(dataset, recorded, data_dir=args.data_dir)
         loaded32 = presets.load_preset(candidate32)
         differing = differing_weights(runs.load_run(run_dir).model, loaded32.model)
         if differing:
@@ -278,6 +283,10 @@ def ship(args) -> dict:
             presets.load_preset(candidate32, precision=precision), benchmark)
         run_check = presets.figure_differences(as_trained, {split: run_metrics[split] for split in ("dev", "test")})
         drift = presets.largest_figure_difference(as_trained, run_metrics, splits=("dev", "test")) or 0.0
+        if drift > 1e-6 and precision == "float32":  # the same weights, the same computation: the splits,
+            # the vocabulary or the features differ
+            raise ShipError(f"the float32 preset of {run_dir}, loaded in {precision}, does not give the run's figures "
+                            f"on {dataset} (largest difference {drift:.2e}): {run_check}")
         if drift > 1e-6:
             print(f"[ship] the float32 preset holds the run's weights; loaded in {precision} its figures differ from "
                   f"the run's by up to {drift:.2e} on {dataset}: {run_check}", file=sys.stderr)

@@ -636,38 +636,55 @@ def test_a_preset_chosen_on_held_out_questions_records_them_and_is_scored_on_the
 
 def test_a_run_on_held_out_questions_records_them_and_its_preset_takes_them_from_the_run(trained_run, data_dir,
                                                                                           tmp_path):
-    # a run of `benchmarks/reproduce.py --holdout-dev` writes `holdout_dev` into its config.json, so that
-    # `keras-match preset RUN` records it without being told (its card and figures then name the right splits)
+    # a run of `benchmarks/reproduce.py --holdout-dev` (a held-out dataset object, no train_split argument) writes
+    # `holdout_dev` into its config.json, so that `keras-match preset RUN` records it without being told (its card
+    # and figures then name the right splits)
     from keras_match.datasets.base import hold_out_dev
     from keras_match.datasets.catalog import load_by_name
     from keras_match.training.recipe import Recipe
     from keras_match.training.trainer import run_config
 
-    whole = load_by_name("semeval2016", data_dir=data_dir, train_split="train-part2+train-2015")
+    split = "train-part2+train-2015"
+    whole = load_by_name("semeval2016", data_dir=data_dir, train_split=split)
     held = Recipe.prepare("mcan_fm", hold_out_dev(whole, 0.2), data_dir=data_dir, max_train_questions=5)
-    config = run_config(held, "mcan_fm", "semeval2016", "train-part2+train-2015", 5, None)
-    assert config["holdout_dev"] == 0.2 and config["train_split"] == "train-part2+train-2015"
+    config = run_config(held, "mcan_fm", "semeval2016", None, 5, None)  # as reproduce.py calls train
+    assert config["holdout_dev"] == {"fraction": 0.2, "train_split": split} and config["train_split"] is None
     plain = Recipe.prepare("mcan_fm", whole, data_dir=data_dir, max_train_questions=5)
-    assert "holdout_dev" not in run_config(plain, "mcan_fm", "semeval2016", "train-part2+train-2015", 5, None)
-    assert "holdout_dev" in runs.RESUME_KEYS  # resuming it without the held-out split is refused
+    assert "holdout_dev" not in run_config(plain, "mcan_fm", "semeval2016", None, 5, None)
+
+    # resuming: another hold-out is refused; an interrupted run written before runs recorded it resumes
+    files = runs.RunFiles(tmp_path / "interrupted")
+    files.checkpoints.mkdir(parents=True)
+    (files.checkpoints / "state.json").write_text(json.dumps({"epoch": 1}))
+    for previous, resumes in ((config, True), ({key: value for key, value in config.items() if key != "holdout_dev"},
+                                               True), (dict(config, holdout_dev={"fraction": 0.1, "train_split": split}),
+                                                       False)):
+        files.config.write_text(json.dumps(previous))
+        if resumes:
+            assert runs.check_resume(files, config)
+        else:
+            with pytest.raises(ValueError, match=r"\(holdout_dev differ\)"):
+                runs.check_resume(files, config)
 
     run_dir = tmp_path / "run"
     shutil.copytree(trained_run, run_dir)
     written = json.loads((run_dir / "config.json").read_text())
-    written.update(holdout_dev=0.2, train_split="train-part2+train-2015")
+    written.update(holdout_dev=config["holdout_dev"], train_split=None)  # as reproduce.py's runs have it
     (run_dir / "config.json").write_text(json.dumps(written))
     runs.record_digests(run_dir)
     metadata = json.loads((presets.write_preset(run_dir, tmp_path / "preset", benchmark="semeval2016")
                            / "metadata.json").read_text())
-    assert metadata["holdout_dev"] == {"fraction": 0.2, "train_split": "train-part2+train-2015"}
+    assert metadata["holdout_dev"] == {"fraction": 0.2, "train_split": split}
     card = (tmp_path / "preset" / "README.md").read_text()
+    assert f"(training split {split}" in card and f"the first file of {split}" in card
     assert "figures labelled `test` are on semeval2016's dev split" in card
-    # the argument still wins over the run's record; a run without one records none
+    # the argument wins over the run's record ({} records none); a run without one records none
     given = {"fraction": 0.1, "train_split": "train-part2"}
     assert json.loads((presets.write_preset(run_dir, tmp_path / "given", benchmark="semeval2016", holdout_dev=given)
                        / "metadata.json").read_text())["holdout_dev"] == given
-    assert "holdout_dev" not in json.loads((presets.write_preset(trained_run, tmp_path / "plain")
-                                            / "metadata.json").read_text())
+    for target, run_folder, holdout in (("none", run_dir, {}), ("plain", trained_run, None)):
+        assert "holdout_dev" not in json.loads((presets.write_preset(run_folder, tmp_path / target, holdout_dev=holdout)
+                                                / "metadata.json").read_text())
 
 
 def test_figure_differences_compare_only_what_both_sides_give_and_the_largest_is_signed_out():

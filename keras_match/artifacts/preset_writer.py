@@ -426,8 +426,9 @@ def write_preset(run_dir, target_dir, *, card_notes=None, float16=False, compres
             (`benchmarks/reproduce.py --holdout-dev`, a benchmark whose test labels are not public):
             `{"fraction": 0.2, "train_split": "train-part2+train-2015"}`, the split the questions were held out
             of. Recorded as `metadata.json` `holdout_dev`; the figures the preset is checked against are then
-            those of `benchmark_dataset(benchmark, holdout_dev)`. Default: what the run's `config.json` records
-            (its `holdout_dev` fraction and `train_split`, written by runs of this version).
+            those of `benchmark_dataset(benchmark, holdout_dev)`. Default (None): the run's `config.json`
+            `holdout_dev` (a run written before runs recorded it has none: pass it); `{}` records none whatever
+            the run says.
         vectors: where the run's frozen vectors are if not where `load_preset` looks (see there). With them, the
             preset's `vocabulary.txt` keeps only the words before the vectors' own (`metadata.json`
             `vocabulary`); without them (not found), the whole vocabulary.
@@ -453,8 +454,8 @@ def write_preset(run_dir, target_dir, *, card_notes=None, float16=False, compres
     run = runs.load_run(files.root)  # checks the run's files.sha256
     metrics = runs.read_json(files.metrics, "restore the file or retrain the run")
     config, preprocessor, model = run.config, run.preprocessor, run.model
-    if holdout_dev is None and config.get("holdout_dev"):  # the run held its dev split out of training questions
-        holdout_dev = {"fraction": config["holdout_dev"], "train_split": config.get("train_split")}
+    if holdout_dev is None:  # the run's own record: its dev split held out of its training questions, or none
+        holdout_dev = config.get("holdout_dev")
     layer = _frozen_embedding(run)
     total = int(model.count_params())
     frozen_count = int(np.prod(layer.embeddings.shape)) if layer is not None else 0

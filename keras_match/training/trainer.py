@@ -102,10 +102,13 @@ def _describe_vocabulary(preprocessor, coverage):
 def run_config(recipe, name, spec, train_split, max_train_questions, embeddings_path):
     """The run's `config.json`: the entry, its settings (each once, in its section), the dataset and its task,
     the seed, the vectors and the sha256 of every data file read; for a dataset whose dev split was held out of
-    its training questions (`keras_match.datasets.base.hold_out_dev`), `holdout_dev` (the fraction), which
+    its training questions (`keras_match.datasets.base.hold_out_dev`), `holdout_dev`: `{"fraction": ...,
+    "train_split": ...}` (the split held out of: `train_split`, else the one the dataset loaded), which
     `keras_match.artifacts.presets.write_preset` reads."""
     settings, vectors = recipe.settings, recipe.vectors
-    holdout = (getattr(recipe.dataset, "metadata", None) or {}).get("holdout_dev")
+    metadata = getattr(recipe.dataset, "metadata", None) or {}
+    holdout = ({"fraction": metadata["holdout_dev"], "train_split": train_split or metadata.get("train_split")}
+               if metadata.get("holdout_dev") else None)
     return {
         "format": runs.CONFIG_FORMAT,
         "zoo": name,
