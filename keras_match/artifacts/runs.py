@@ -159,11 +159,9 @@ def check_digests(root) -> None:
 
 RESUME_KEYS = ("zoo", "settings", "dataset", "task", "train_split", "seed", "max_train_questions", "embeddings",
                "embeddings_sha256", "data_files", "init_preset", "holdout_dev")
-"""The settings a resumed run must share with the interrupted one (`LATER_KEYS` only where it recorded them)."""
-
+"""The settings a resumed run must share with the interrupted one. `LATER_KEYS`, which runs written by an earlier
+version lack, only where it recorded them (a held-out run's `data_files` differ anyway: a `test` file, no `dev`)."""
 LATER_KEYS = ("holdout_dev",)
-"""Resume keys an interrupted run written by an earlier version lacks: compared only when it has them (a held-out
-run's `data_files` already differ from a plain run's: a `test` file, no `dev`)."""
 
 
 def read_config(path, remedy="") -> dict:
@@ -276,8 +274,7 @@ def check_resume(files: RunFiles, config: dict) -> bool:
                          config)
     current = json.loads(json.dumps(config, default=_json_default))
     _check_inputs_unchanged(files, previous, current)
-    changed = [key for key in RESUME_KEYS if (key in previous or key not in LATER_KEYS)
-               and previous.get(key) != current.get(key)]
+    changed = [k for k in RESUME_KEYS if (k in previous or k not in LATER_KEYS) and previous.get(k) != current.get(k)]
     if changed:
         raise ValueError(
             f"{files.root} holds an interrupted run with other settings ({', '.join(changed)} differ); "
