@@ -22,7 +22,9 @@ with its provenance, and the run folders under `OUT/runs/`) and a row number, th
    package, refuses (exit 1, nothing shipped) a weights file over 8 MB or shipped presets over 40 MB in all; a
    preset over that budget goes to a folder of its own (`--into DIR`, no limit), loaded with
    `keras_match.zoo.load(ENTRY, weights="DIR/ENTRY/DATASET")`;
-5. prints JSON of what it did: the seeds' figures, the chosen seed, both presets' figures and sizes, the choice.
+5. prints JSON of what it did: the seeds' figures, the chosen seed, both presets' figures and sizes, the choice,
+   and its provenance (`keras_match.artifacts.provenance.collect`: this command, the code's commit, versions,
+   machine, start and end).
 
     KERAS_MATCH_DATA=../shared/data python benchmarks/ablation.py benchmarks/ablations/compare_aggregate_wikiqa.json \\
         --out runs/ca-wikiqa --rows 0 --jobs 2
@@ -41,6 +43,7 @@ import shlex
 import shutil
 import sys
 import tempfile
+import time
 
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -234,8 +237,9 @@ def card_notes(*, command, out, plan, row, label, entry, chosen, seeds, key, dat
 
 
 def ship(args) -> dict:
-    from keras_match.artifacts import presets, runs
+    from keras_match.artifacts import presets, provenance, runs
 
+    started = time.time()
     out = pathlib.Path(args.out)
     runs_dir = pathlib.Path(args.runs) if args.runs else out / "runs"
     into = pathlib.Path(args.into)
@@ -338,6 +342,7 @@ def ship(args) -> dict:
         "preset_bytes": folder_bytes(target), "weights_bytes": weights_bytes, "shipped_total_bytes": total,
         "limits": ({"weights_bytes": MAX_WEIGHTS_BYTES, "shipped_bytes": MAX_SHIPPED_BYTES}
                    if in_package(into) else None),
+        "provenance": provenance.collect(started, command=command),
     }
 
 

@@ -199,7 +199,7 @@ def test_export_latency_names_the_vectors_of_the_model_it_exports(monkeypatch):
 
 
 @pytest.mark.parametrize("name", ["train_speed", "export_latency", "recurrence_speed", "fit_overhead", "short_runs",
-                                  "transfer", "vocabulary_coverage", "text_coverage"])
+                                  "transfer", "vocabulary_coverage", "text_coverage", "ship_presets"])
 def test_every_benchmark_script_collects_provenance_and_says_so(name):
     source = (REPO / "benchmarks" / f"{name}.py").read_text(encoding="utf-8")
     docstring = source.split('"""')[1]
