@@ -1018,18 +1018,28 @@ def _epoch_seconds(run):
     return run["wall_time_s"] / run["epochs_run"]
 
 
+def _cpu_name(run):
+    """The CPU a run trained on, short (`provenance.machine.cpu` without "(R)", "(TM)" or "Processor": "Intel Xeon",
+    "AMD EPYC"), or "CPU not recorded"."""
+    cpu = ((run.get("provenance") or {}).get("machine") or {}).get("cpu")
+    if not cpu:
+        return "CPU not recorded"
+    return " ".join(word for word in cpu.replace("(R)", "").replace("(TM)", "").split() if word != "Processor")
+
+
 def transformer_encoders_speed():
     """Issue 57's speed table (benchmarks/encoder_speed.py, `transformer_encoders_speed/NN-<entry>.json`): each
     transformer-input model beside its GloVe entry, its parameters, preset size, serving latency of 1 question x 30
     candidates through the SavedModel's `rank` signature and ONNX Runtime, and its training seconds per epoch (the
-    mean epoch of each run in the row's training result files, over those runs: `_epoch_seconds`), for a top-2
-    row also with MiniLM's layers at their own learning rate (its `train_backbone_rate` result files)."""
+    mean epoch of each run in the row's training result files, over the runs of one CPU: `_epoch_seconds`, one
+    figure per CPU, `_cpu_name`), for a top-2 row also with MiniLM's layers at their own learning rate (its
+    `train_backbone_rate` result files)."""
 
     import encoder_speed
     from summarize import cell
 
-    lines = ["| benchmark | input | model | parameters (M) | trained (M) | preset MB | train s / epoch (runs) | "
-             "train s / epoch, MiniLM at 2e-5 (runs) | rank 1 x 30 p50 / p99 ms | ONNX 1 x 30 p50 / p99 ms | "
+    lines = ["| benchmark | input | model | parameters (M) | trained (M) | preset MB | train s / epoch (runs, CPU) | "
+             "train s / epoch, MiniLM at 2e-5 (runs, CPU) | rank 1 x 30 p50 / p99 ms | ONNX 1 x 30 p50 / p99 ms | "
              "batch 256 pairs / s |", "|---|---|---|---|---|---|---|---|---|---|---|"]
 
     def train_seconds(where):
@@ -1037,8 +1047,13 @@ def transformer_encoders_speed():
             return "–"
         folder, train_row = where
         runs = _row_runs(_groups(sorted(RESULTS.glob(f"{folder}/{train_row:02d}-s*.json"))))
-        epochs = [seconds for seconds in map(_epoch_seconds, runs) if seconds is not None]
-        return f"{cell(epochs, 0)} ({len(epochs)})" if epochs else "not run yet"
+        by_cpu = {}  # the same work takes other times on another CPU: never averaged across CPUs
+        for run in runs:
+            seconds = _epoch_seconds(run)
+            if seconds is not None:
+                by_cpu.setdefault(_cpu_name(run), []).append(seconds)
+        return "; ".join(f"{cell(epochs, 0)} ({len(epochs)}, {cpu})" for cpu, epochs in sorted(by_cpu.items())) \
+            or "not run yet"
 
     for index, row in enumerate(encoder_speed.ROWS):
         head = f"| {row['benchmark']} | {row['label']} | `{row['entry']}` |"

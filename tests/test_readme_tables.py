@@ -266,3 +266,40 @@ def test_the_dialog_babi_table_shows_each_task_with_its_own_oov_test_split(tmp_p
     (folder / "01-s1234.json").write_text(json.dumps(second))
     with pytest.raises(module.TableError, match=r"task 2 .*expected one OOV test split.*found \[\]"):
         module.carnn_dialog_babi()
+
+
+def test_the_speed_table_never_averages_epoch_seconds_across_cpus(tmp_path, monkeypatch):
+    """A row's training seconds per epoch are averaged over the runs of one CPU (`provenance.machine.cpu`), one
+    figure per CPU named beside its count: the same epoch takes other times on another machine."""
+    import shutil
+    import statistics
+
+    module = _tables()
+    results = REPO / "benchmarks" / "results"
+    for folder in ("transformer_encoders_speed", "transformer_encoders_trecqa_clean", "transformer_encoders_trecqa_raw",
+                   "transformer_encoders_wikiqa"):
+        shutil.copytree(results / folder, tmp_path / folder)
+    monkeypatch.setattr(module, "RESULTS", tmp_path)
+    paths = sorted((tmp_path / "transformer_encoders_trecqa_clean").glob("04-s*.json"))  # the cross-encoder
+    assert len(paths) == 3
+    seconds = {}
+    for path, cpu in zip(paths, ("AMD EPYC", "Intel(R) Xeon(R) Processor", "AMD EPYC")):
+        result = json.loads(path.read_text())
+        (record,) = result.values()
+        record["runs"][0]["provenance"]["machine"]["cpu"] = cpu
+        seconds.setdefault(cpu, []).append(statistics.mean(record["runs"][0]["epoch_seconds"]))
+        path.write_text(json.dumps(result))
+
+    def cell():
+        (line,) = [line for line in module.transformer_encoders_speed().splitlines() if "`cross_encoder_minilm`" in line]
+        return line.split(" | ")[6]
+
+    amd, intel = seconds["AMD EPYC"], seconds["Intel(R) Xeon(R) Processor"]
+    assert cell() == (f"{statistics.mean(amd):.0f} ± {statistics.stdev(amd):.0f} (2, AMD EPYC); "
+                      f"{intel[0]:.0f} (1, Intel Xeon)")
+    for path in paths:  # one CPU: one figure over the three runs
+        result = json.loads(path.read_text())
+        next(iter(result.values()))["runs"][0]["provenance"]["machine"]["cpu"] = "AMD EPYC"
+        path.write_text(json.dumps(result))
+    every = amd + intel
+    assert cell() == f"{statistics.mean(every):.0f} ± {statistics.stdev(every):.0f} (3, AMD EPYC)"
