@@ -13,8 +13,10 @@ train` builds (the TRAIN-ALL words, then the vector file's words). Then:
   to 30), p50 / p99 over `--queries` calls: through the loaded SavedModel's `rank` and `serving_default`
   signatures (raw text, tokenized in the graph) and through onnxruntime (ids tokenized beforehand, trimmed to
   the group's longest text as the graph does, and the overlap features of `ctrn` / `qrnn` runs computed
-  beforehand; tokenization and features not timed);
-- throughput at batch 256 (TrecQA test pairs), pairs per second, for the same three paths;
+  beforehand; tokenization and features not timed); for a classifier (a SICK model, whose export has no `rank`
+  signature) the latency of classifying 30 consecutive SICK test pairs through `serving_default` and onnxruntime
+  (`latency_30_pairs`), and SICK test pairs below;
+- throughput at batch 256 (TrecQA test pairs), pairs per second, through `serving_default` and onnxruntime;
 - one batch of 3000 pairs through `serving_default` (time, finite scores, the process' peak RSS before/after);
 - the model's parameters (total, trainable) and, for a run or a preset, the preset's size on disk (float32
   weights; a preset over a pretrained encoder stores only the parts that trained).
@@ -124,10 +126,10 @@ def main(argv=None):
     import onnxruntime
     import tensorflow as tf
 
-    from keras_match import training
+    from keras_match import heads, training
     from keras_match.artifacts import presets, provenance
     from keras_match.inputs import pipeline
-    from keras_match.serving import export
+    from keras_match.serving import export, signatures
     from keras_match.datasets.catalog import load_by_name
 
     started, load_average = time.time(), os.getloadavg()
@@ -150,55 +152,66 @@ def main(argv=None):
         converted = export.to_onnx(version_dir)
         onnx_seconds = time.perf_counter() - start
 
-        trecqa = load_by_name("trecqa-clean", data_dir=args.data_dir)
-        test = list(trecqa["test"])
-        groups = []
-        for question in test:
-            answers = [c.text for c in question.candidates]
-            answers = [answers[i % len(answers)] for i in range(args.candidates)]
-            groups.append((question.text, answers))
-        pairs = trecqa["test"].pairs()
+        classifier = heads.head_of(run.model) == "classification"
+        dataset_name = "sick" if classifier else "trecqa-clean"
+        dataset = load_by_name(dataset_name, data_dir=args.data_dir)
+        k = args.candidates
+        if classifier:  # 30 consecutive SICK test pairs a call, its batches of 256 pairs
+            first = [str(text) for text in dataset["test"].first]
+            second = [str(text) for text in dataset["test"].second]
+            groups = [(first[i:i + k], second[i:i + k]) for i in range(0, len(first) - k + 1, k)]
+        else:  # one TrecQA test question and its candidates, cycled to 30
+            groups = []
+            for question in dataset["test"]:
+                answers = [c.text for c in question.candidates]
+                groups.append(([question.text] * k, [answers[i % len(answers)] for i in range(k)]))
+            pairs = dataset["test"].pairs()
+            first, second = pairs.questions.tolist(), pairs.answers.tolist()
         n = args.batch_size
-        batches = [(pairs.questions[i:i + n].tolist(), pairs.answers[i:i + n].tolist())
-                   for i in range(0, len(pairs) - n + 1, n)]
+        batches = [(first[i:i + n], second[i:i + n]) for i in range(0, len(first) - n + 1, n)]
 
         start = time.perf_counter()
         loaded = tf.saved_model.load(str(version_dir))
         load_seconds = time.perf_counter() - start
-        rank = loaded.signatures["rank"]
         text_sig = loaded.signatures["serving_default"]
+        metadata = export.read_metadata(version_dir)
+        served_name = next(iter(metadata["outputs"]["serving_default"]))  # score, or a classifier's probabilities
+        onnx_name = next(iter(metadata["outputs"][signatures.IDS_SIGNATURE]))
         session = onnxruntime.InferenceSession(str(converted.path), providers=["CPUExecutionProvider"])
         def ids_of(questions, answers):
             ids = pipeline.encode(run.preprocessor, {"question": questions, "answer": answers})
             return {k: np.asarray(v) for k, v in run.preprocessor.trim_padding(ids).items()}
 
-        group_ids = [ids_of([q] * len(a), a) for q, a in groups]
+        group_ids = [ids_of(q, a) for q, a in groups]
         batch_ids = [ids_of(q, a) for q, a in batches]
-        group_tensors = [(tf.constant(q), tf.constant(a)) for q, a in groups]
-        pair_tensors = [(tf.constant([q] * len(a)), tf.constant(a)) for q, a in groups]
+        pair_tensors = [(tf.constant(q), tf.constant(a)) for q, a in groups]
         batch_tensors = [(tf.constant(q), tf.constant(a)) for q, a in batches]
 
-        # the three paths agree (a benchmark of a wrong model is worth nothing)
+        # the paths agree (a benchmark of a wrong model is worth nothing)
         q, a = groups[0]
-        reference = run.score([q] * len(a), a)
-        via_rank = rank(question=group_tensors[0][0], answers=group_tensors[0][1])["scores"].numpy()
-        via_onnx = session.run(["score"], group_ids[0])[0]
-        agreement = {"rank_vs_keras": float(np.abs(via_rank - reference).max()),
+        reference = run.predict(q, a) if classifier else run.score(q, a)
+        via_text = text_sig(question=pair_tensors[0][0], answer=pair_tensors[0][1])[served_name].numpy()
+        via_onnx = session.run([onnx_name], group_ids[0])[0]
+        agreement = {"serving_default_vs_keras": float(np.abs(via_text - reference).max()),
                      "onnx_vs_keras": float(np.abs(via_onnx - reference).max()),
                      "keras_score_range": [float(reference.min()), float(reference.max())]}
 
         g = len(groups)
-        _log("timing 1 x", args.candidates)
+        _log("timing", "pairs of" if classifier else "1 x", k)
         latency = {
-            "savedmodel_rank_text": _percentiles(_timed(
-                lambda i: rank(question=group_tensors[i % g][0], answers=group_tensors[i % g][1]),
-                args.queries, 10)),
             "savedmodel_serving_default_text": _percentiles(_timed(
                 lambda i: text_sig(question=pair_tensors[i % g][0], answer=pair_tensors[i % g][1]),
                 args.queries, 10)),
             "onnxruntime_ids": _percentiles(_timed(
-                lambda i: session.run(["score"], group_ids[i % g]), args.queries, 10)),
+                lambda i: session.run([onnx_name], group_ids[i % g]), args.queries, 10)),
         }
+        if not classifier:  # a classifier's export has no `rank` signature
+            rank = loaded.signatures["rank"]
+            group_tensors = [(tf.constant(q[0]), tf.constant(a)) for q, a in groups]
+            via_rank = rank(question=group_tensors[0][0], answers=group_tensors[0][1])["scores"].numpy()
+            agreement["rank_vs_keras"] = float(np.abs(via_rank - reference).max())
+            latency["savedmodel_rank_text"] = _percentiles(_timed(
+                lambda i: rank(question=group_tensors[i % g][0], answers=group_tensors[i % g][1]), args.queries, 10))
         _log("timing batch", n)
         b = len(batches)
 
@@ -209,13 +222,13 @@ def main(argv=None):
         batch = {
             "savedmodel_serving_default_text": throughput(
                 lambda i: text_sig(question=batch_tensors[i % b][0], answer=batch_tensors[i % b][1])),
-            "onnxruntime_ids": throughput(lambda i: session.run(["score"], batch_ids[i % b])),
+            "onnxruntime_ids": throughput(lambda i: session.run([onnx_name], batch_ids[i % b])),
         }
         rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        many_q = (pairs.questions.tolist() * 4)[:3000]
-        many_a = (pairs.answers.tolist() * 4)[:3000]
+        many_q = (first * 4)[:3000]
+        many_a = (second * 4)[:3000]
         start = time.perf_counter()
-        many = text_sig(question=tf.constant(many_q), answer=tf.constant(many_a))["score"].numpy()
+        many = text_sig(question=tf.constant(many_q), answer=tf.constant(many_a))[served_name].numpy()
         many_seconds = time.perf_counter() - start
 
         trainable = sum(int(np.prod(w.shape)) for w in run.model.trainable_weights)
@@ -234,7 +247,7 @@ def main(argv=None):
                 "saved_model_load_seconds": round(load_seconds, 2),
             },
             "agreement_max_abs_diff": agreement,
-            f"latency_1_question_x_{args.candidates}_candidates": latency,
+            (f"latency_{k}_pairs" if classifier else f"latency_1_question_x_{k}_candidates"): latency,
             f"throughput_batch_{n}": batch,
             "batch_3000_serving_default": {
                 "seconds": round(many_seconds, 2),
@@ -244,8 +257,8 @@ def main(argv=None):
             },
             "provenance": provenance.collect(
                 started, run_dir=args.run_dir, preset=args.preset, embeddings=vectors,
-                max_vocabulary=args.max_vocabulary if args.vectors else None, dataset="trecqa-clean",
-                data_files=training.data_files(trecqa), onnxruntime=onnxruntime.__version__,
+                max_vocabulary=args.max_vocabulary if args.vectors else None, dataset=dataset_name,
+                data_files=training.data_files(dataset), onnxruntime=onnxruntime.__version__,
                 load_average_at_start=[round(x, 2) for x in load_average]),
         }
         print(json.dumps(result, indent=2))

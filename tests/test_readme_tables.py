@@ -303,3 +303,29 @@ def test_the_speed_table_never_averages_epoch_seconds_across_cpus(tmp_path, monk
         path.write_text(json.dumps(result))
     every = amd + intel
     assert cell() == f"{statistics.mean(every):.0f} ± {statistics.stdev(every):.0f} (3, AMD EPYC)"
+
+
+def test_a_classifier_row_of_the_speed_table_shows_its_pairs_latency_and_no_rank(tmp_path, monkeypatch):
+    """A SICK classifier's export has no `rank` signature: export_latency.py times 30 of its test pairs a call
+    (`latency_30_pairs`), and the speed table shows that ONNX figure and no rank latency for the row."""
+    module = _tables()
+    import encoder_speed
+
+    (index, row), = [(i, r) for i, r in enumerate(encoder_speed.ROWS)
+                     if r["benchmark"] == "sick" and r["entry"] == "compare_aggregate_submult_nn_sick" and "preset" in r]
+    folder = tmp_path / "transformer_encoders_speed"
+    folder.mkdir()
+    figures = {"p50_ms": 12.4, "p99_ms": 31.6, "mean_ms": 14.0, "calls": 100}
+    (folder / encoder_speed.output_name(index, row)).write_text(json.dumps({
+        "parameters": {"total": 2_500_000, "trainable": 500_000}, "preset_mb": 2.04,
+        "latency_30_pairs": {"savedmodel_serving_default_text": dict(figures, p50_ms=9.0),
+                             "onnxruntime_ids": figures},
+        "throughput_batch_256": {"savedmodel_serving_default_text": {"pairs_per_s": 3588.2}},
+        "provenance": json.loads((REPO / "benchmarks" / "results" / "transformer_encoders_speed" /
+                                  "00-mcan_fm.json").read_text())["provenance"]}))
+    monkeypatch.setattr(module, "RESULTS", tmp_path)
+    (line,) = [line for line in module.transformer_encoders_speed().splitlines()
+               if line.startswith("| sick | GloVe")]
+    cells = line.split(" | ")
+    assert cells[3:6] == ["2.5", "0.5", "2.0"]
+    assert cells[8:11] == ["– (a classifier)", "12 / 32", "3588 |"]
