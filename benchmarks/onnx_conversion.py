@@ -62,6 +62,8 @@ CHILD = textwrap.dedent(inspect.getsource(peak_rss_mb)) + textwrap.dedent(
         onnx_export.ONNX_STAND_IN_BYTES = float("inf")  # `export` only re-exports to_onnx)
     elif way == "after_grappler":  # stood in for only in the graph TensorFlow's optimizer has already copied
         onnx_export.ONNX_EARLY_STAND_INS = False
+    elif way == "unlifted":  # the matrices stood in for, the dense kernels left in the graph as constants
+        onnx_export.ONNX_LIFT_BYTES = None
     started = time.perf_counter()
     made = export.to_onnx(version, target)
     seconds = time.perf_counter() - started
@@ -80,10 +82,12 @@ CHILD = textwrap.dedent(inspect.getsource(peak_rss_mb)) + textwrap.dedent(
 )
 
 
-WAYS = ("stand_ins", "after_grappler", "usual")
+WAYS = ("stand_ins", "unlifted", "after_grappler", "usual")
 """`stand_ins`: `to_onnx` as it is (the matrices stood in for before TensorFlow's graph optimizer runs on the
-frozen graph); `after_grappler`: stood in for only after that optimizer (`ONNX_EARLY_STAND_INS` off, the way before
-it); `usual`: no stand-in, tf2onnx converts the whole graph."""
+frozen graph, the other large weights graph inputs while converting: `ONNX_LIFT_BYTES`); `unlifted`: the matrices
+stood in for, the other weights left as constants (the way before the lifting); `after_grappler`: stood in for only
+after that optimizer (`ONNX_EARLY_STAND_INS` off, the way before it: no weight is lifted there); `usual`: no
+stand-in, tf2onnx converts the whole graph."""
 
 
 def convert(version: pathlib.Path, target: pathlib.Path, way: str) -> dict:
@@ -107,7 +111,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("presets", nargs="*", help="preset names (default: every shipped preset)")
     parser.add_argument("--ways", nargs="+", choices=WAYS, default=list(WAYS),
-                        help="the conversions to measure, each preset's in this order (default: all three)")
+                        help="the conversions to measure, each preset's in this order (default: all four)")
     args = parser.parse_args(argv)
     names = args.presets or presets.trained()
     started = time.time()

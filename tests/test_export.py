@@ -279,13 +279,20 @@ def _assert_onnx_scores_are_the_models(made, model, run):
     np.testing.assert_allclose(scores, model.predict(ids, verbose=0)[:, 1], atol=1e-5)
 
 
-def test_tensorflows_graph_optimizer_sees_one_row_stand_ins_not_the_embedding_matrices(run, tmp_path, monkeypatch):
+@pytest.mark.parametrize("lifted", [True, False])
+def test_tensorflows_graph_optimizer_sees_one_row_stand_ins_not_the_embedding_matrices(run, tmp_path, monkeypatch,
+                                                                                       lifted):
     """The matrices are stood in for before grappler runs on the frozen graph (it copies every constant for its
-    passes), a dense kernel of as many bytes is not (its shape is what grappler infers from), and both are in the
-    ONNX model as the Keras model has them, its scores the Keras model's."""
+    passes), a dense kernel of as many bytes is not stood in for (its shape is what grappler infers from): it
+    reaches grappler as a placeholder of its shape (`ONNX_LIFT_BYTES`), or as the constant it is with the lifting
+    off; both are in the ONNX model as the Keras model has them, initializers, its scores the Keras model's."""
     import keras
     import onnx
+    import tf2onnx
     from onnx import numpy_helper
+
+    if not lifted:
+        monkeypatch.setattr(onnx_export, "ONNX_LIFT_BYTES", None)
 
     vocab_size = run.preprocessor.vocab_size
     wide = onnx_export.ONNX_STAND_IN_BYTES // (4 * 8) + 1  # a Dense(wide) kernel on 8 inputs: as large as a matrix
@@ -295,9 +302,21 @@ def test_tensorflows_graph_optimizer_sees_one_row_stand_ins_not_the_embedding_ma
     model = keras.Model(inputs, keras.layers.Dense(2, activation="softmax", name="relevance_probabilities")(hidden))
     version = _export_with_random_weights(model, run, tmp_path)
     seen = _graphs_grappler_sees(monkeypatch)
+    spied, placeholders = tf2onnx.tf_loader.tf_optimize, []
+
+    def spy(inputs, outputs, graph_def):
+        placeholders.append(sorted(tuple(d.size for d in node.attr["shape"].shape.dim) for node in graph_def.node
+                                   if node.op == "Placeholder"))
+        return spied(inputs, outputs, graph_def)
+
+    monkeypatch.setattr(tf2onnx.tf_loader, "tf_optimize", spy)
     made = export.to_onnx(version)
     assert seen and all((vocab_size, 4) not in shapes for shapes in seen), seen  # never the matrices
-    assert (8, wide) in seen[0]  # the kernel as it is
+    if lifted:  # a placeholder of the kernel's shape, no constant of it
+        assert (8, wide) in placeholders[0] and (8, wide) not in seen[0], (placeholders, seen)
+    else:
+        assert (8, wide) in seen[0] and (8, wide) not in placeholders[0]  # the kernel as it is
+    assert sorted(i.name for i in onnx.load(str(made.path)).graph.input) == ["answer", "question"]
     stood_in = json.loads((made.path.parent / "keras_match.json").read_text())["onnx"]["stood_in"]
     arrays = {i.name.split(":")[0]: numpy_helper.to_array(i) for i in onnx.load(str(made.path)).graph.initializer}
     assert len(stood_in) == 2 and all(arrays[name].shape == (vocab_size, 4) for name in stood_in)
@@ -341,7 +360,7 @@ def test_without_the_early_stand_ins_the_matrices_are_stood_in_after_grappler(ru
     def early(*args):
         if how == "failed":
             raise ValueError("grappler failed")
-        return None, {}
+        return None, {}, {}
 
     monkeypatch.setattr(onnx_export, "_frozen_with_early_stand_ins", early)
     seen = _graphs_grappler_sees(monkeypatch)

@@ -304,11 +304,14 @@ def _convert_with_stand_ins(tf2onnx, function, input_signature, opset):
     outputs = [t.name for t in concrete.outputs if t.dtype != tf.resource]
     if ONNX_EARLY_STAND_INS:
         try:
-            graph_def, values = _frozen_with_early_stand_ins(tf2onnx, concrete, inputs, outputs)
+            graph_def, values, lifted = _frozen_with_early_stand_ins(tf2onnx, concrete, inputs, outputs)
         except Exception:  # noqa: BLE001  (freezing or grappler failed on the stand-ins) stand in after grappler
-            graph_def, values = None, {}
+            graph_def, values, lifted = None, {}, {}
         if values:
-            made = _convert_stood_in(tf2onnx, concrete, graph_def, values, inputs, outputs, opset)
+            try:
+                made = _convert_stood_in(tf2onnx, concrete, graph_def, values, inputs, outputs, opset, lifted)
+            except Exception:  # noqa: BLE001  (tf2onnx failed on a lifted weight) stand in after grappler
+                made = (None, [])
             if made[0] is not None:
                 return made
     graph_def = tf2onnx.tf_loader.from_function(concrete, inputs, outputs)
@@ -406,11 +409,14 @@ def _frozen_with_early_stand_ins(tf2onnx, concrete, inputs, outputs):
     graph_def = loader.fix_freezing_errors_part2(graph_def)
     stood_in = _stand_in(graph_def, lambda name, value: value.shape[0] >= VOCABULARY_ROWS_PER_COLUMN * value.shape[1])
     if not stood_in:
-        return None, {}
+        return None, {}, {}
+    lifted = _lift_weights(graph_def) if ONNX_LIFT_BYTES is not None else {}
     with tf.Graph().as_default() as graph, tf2onnx.tf_loader.tf_session(graph=graph) as session:
         tf.import_graph_def(graph_def, name="")
         inputs = tf2onnx.tf_loader.inputs_without_resource(session, inputs)
-        graph_def = tf2onnx.tf_loader.tf_optimize(inputs, outputs, graph_def)
+        graph_def = tf2onnx.tf_loader.tf_optimize(inputs + [f"{name}:0" for name in lifted], outputs, graph_def)
+    kept = {node.name for node in graph_def.node if node.op == "Placeholder"}
+    lifted = {name: value for name, value in lifted.items() if name in kept}  # grappler drops an unread one
     markers = {marker.tobytes(): (value, marker) for value, marker in stood_in.values()}
     values = {}
     for node in graph_def.node:
@@ -421,18 +427,63 @@ def _frozen_with_early_stand_ins(tf2onnx, concrete, inputs, outputs):
                 values[node.name] = found
     if {marker.tobytes() for _, marker in values.values()} != set(markers) or \
             not all(map(_lookup_only(graph_def), values)):
-        return None, {}
-    return graph_def, values
+        return None, {}, {}
+    return graph_def, values, lifted
 
 
-def _convert_stood_in(tf2onnx, concrete, graph_def, values, inputs, outputs, opset):
+ONNX_LIFT_BYTES = 1 << 18
+"""Before grappler, every other floating-point constant of at least this many bytes and two or more dimensions (a
+dense layer's kernel: MiniLM's 384 x 384 and 384 x 1,536, 0.6 and 2.4 MB) becomes a graph input of its own shape
+for the conversion, and an ONNX initializer after it (`_lift_weights`); None turns it off."""
+
+
+def _lift_weights(graph_def):
+    """Turn each floating-point `Const` of `graph_def` with two or more dimensions and at least `ONNX_LIFT_BYTES`
+    into a `Placeholder` of its dtype and shape, in place: `{name: value}`.
+
+    Grappler and tf2onnx copy every constant for each of their passes (tf2onnx serializes every node again after
+    each optimizer): over MiniLM's 21 M weights outside the embedding that was 20 of the 56 s of a conversion. A
+    placeholder has no value to copy, and its full shape is what shape inference reads; the ops that read a weight
+    are converted as they read an input (a transpose tf2onnx would have folded into the constant stays an op,
+    which onnxruntime folds when it loads the model, its initializers being constants)."""
+    lifted = {}
+    for node in graph_def.node:
+        tensor = node.attr["value"].tensor if node.op == "Const" else None
+        if tensor is None or len(tensor.tensor_content) < ONNX_LIFT_BYTES or len(tensor.tensor_shape.dim) < 2:
+            continue
+        value = tf.make_ndarray(tensor)
+        if value.dtype.kind != "f":
+            continue
+        lifted[node.name] = value
+        shapes = node.attr["_output_shapes"] if "_output_shapes" in node.attr else None
+        dtype = node.attr["dtype"].type
+        node.op = "Placeholder"
+        del node.input[:]
+        node.attr.clear()
+        node.attr["dtype"].type = dtype
+        node.attr["shape"].shape.CopyFrom(tf.TensorShape(value.shape).as_proto())
+        if shapes is not None:
+            node.attr["_output_shapes"].CopyFrom(shapes)
+    return lifted
+
+
+def _convert_stood_in(tf2onnx, concrete, graph_def, values, inputs, outputs, opset, lifted=None):
     """Convert the optimized `graph_def` whose matrices `values` are stood in for, and put the matrices back into
-    the ONNX initializers (see `_convert_with_stand_ins`)."""
+    the ONNX initializers (see `_convert_with_stand_ins`); the weights `lifted` into placeholders
+    (`_lift_weights`) are graph inputs for the conversion and initializers after it."""
     from onnx import numpy_helper
 
     renames = tf2onnx.convert.tensor_names_from_structed(concrete, inputs, outputs)
+    weights = {f"{name}:0": value for name, value in (lifted or {}).items()}
     proto, _ = _converting(lambda: tf2onnx.convert.from_graph_def(
-        graph_def, input_names=inputs, output_names=outputs, opset=opset, tensors_to_rename=renames))
+        graph_def, input_names=inputs + list(weights), output_names=outputs, opset=opset, tensors_to_rename=renames))
+    if weights:
+        found = [graph_input for graph_input in proto.graph.input if graph_input.name in weights]
+        if len(found) != len(weights):
+            return None, []
+        for graph_input in found:
+            proto.graph.input.remove(graph_input)
+        proto.graph.initializer.extend(numpy_helper.from_array(value, name) for name, value in weights.items())
     restored = set()
     for index, initializer in enumerate(proto.graph.initializer):
         name = initializer.name[:-2] if initializer.name.endswith(":0") else initializer.name
