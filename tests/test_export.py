@@ -22,7 +22,7 @@ import tf_serving_emulation
 from keras_match import cli, serving, tasks, training
 from keras_match.serving import clients
 from keras_match.inputs import pipeline
-from keras_match.serving import export, onnx_export
+from keras_match.serving import export, onnx_export, onnx_verify
 from keras_match.preprocessors.pair import PairPreprocessor
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -140,8 +140,8 @@ def test_onnx_arguments_are_checked_before_converting(exported, tmp_path):
 
 
 def test_an_onnx_mismatch_fails_the_conversion_and_writes_nothing(exported, monkeypatch, tmp_path):
-    real = onnx_export._run_onnx
-    monkeypatch.setattr(onnx_export, "_run_onnx", lambda *a: [real(*a)[0] + 1e-3])
+    real = onnx_verify._run_onnx
+    monkeypatch.setattr(onnx_verify, "_run_onnx", lambda *a: [real(*a)[0] + 1e-3])
     with pytest.raises(export.ExportVerificationError, match="differ from TensorFlow's by up to 0.001"):
         export.to_onnx(exported / "1", tmp_path / "onnx")
     assert not list(tmp_path.iterdir())
