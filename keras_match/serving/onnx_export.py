@@ -319,16 +319,22 @@ def _lookup_only(graph_def):
     return embedding_only
 
 
+def _float_constants(graph_def, min_bytes):
+    """`(node, value)` for each top-level floating-point `Const` of `graph_def` of at least `min_bytes`."""
+    for node in graph_def.node:
+        if node.op == "Const" and len(node.attr["value"].tensor.tensor_content) >= min_bytes:
+            value = tf.make_ndarray(node.attr["value"].tensor)
+            if value.dtype.kind == "f":
+                yield node, value
+
+
 def _stand_in(graph_def, accept):
     """Replace each large floating-point matrix constant of `graph_def` (at least `ONNX_STAND_IN_BYTES`, in its
     top-level nodes) for which `accept(name, matrix)` holds by a one-row stand-in, one distinct value per distinct
     matrix: `{name: (matrix, stand-in)}`."""
     values, stand_ins = {}, {}
-    for node in graph_def.node:
-        if node.op != "Const" or len(node.attr["value"].tensor.tensor_content) < ONNX_STAND_IN_BYTES:
-            continue
-        value = tf.make_ndarray(node.attr["value"].tensor)
-        if value.ndim != 2 or value.dtype.kind != "f" or not accept(node.name, value):
+    for node, value in _float_constants(graph_def, ONNX_STAND_IN_BYTES):
+        if value.ndim != 2 or not accept(node.name, value):
             continue
         digest = (value.dtype.str, value.shape, node.attr["value"].tensor.tensor_content)
         marker = stand_ins.setdefault(digest, np.full((1, value.shape[1]), 0.5 + len(stand_ins), value.dtype))
@@ -427,12 +433,8 @@ def _lift_weights(graph_def):
     are converted as they read an input (a transpose tf2onnx would have folded into the constant stays an op,
     which onnxruntime folds when it loads the model, its initializers being constants)."""
     lifted = {}
-    for node in graph_def.node:
-        tensor = node.attr["value"].tensor if node.op == "Const" else None
-        if tensor is None or len(tensor.tensor_content) < ONNX_LIFT_BYTES or len(tensor.tensor_shape.dim) < 2:
-            continue
-        value = tf.make_ndarray(tensor)
-        if value.dtype.kind != "f":
+    for node, value in _float_constants(graph_def, ONNX_LIFT_BYTES):
+        if value.ndim < 2:
             continue
         lifted[node.name] = value
         shapes = node.attr["_output_shapes"] if "_output_shapes" in node.attr else None
