@@ -132,6 +132,7 @@ def main(argv=None):
         tf.config.threading.set_intra_op_parallelism_threads(args.threads)
         tf.config.threading.set_inter_op_parallelism_threads(args.threads)
     from keras_match.artifacts import provenance
+    from keras_match.inputs.pipeline import without_autotune
     from keras_match.models.contextual_lm import ContextualLanguageModel, data, evaluate_perplexity
     from keras_match.training.trainer import data_files
 
@@ -175,9 +176,9 @@ def main(argv=None):
     first_epoch = len(epochs) + 1  # this process's first epoch also traces the training step
     for epoch in range(first_epoch, args.epochs + 1):
         seed = args.seed * 1000 + epoch
-        dataset = tf.data.Dataset.from_generator(
+        dataset = without_autotune(tf.data.Dataset.from_generator(  # its iterator is deleted after each epoch
             lambda seed=seed: train.batches(args.batch_size, shuffle=True, seed=seed), output_signature=signature
-        ).apply(tf.data.experimental.assert_cardinality(num_batches))
+        ).apply(tf.data.experimental.assert_cardinality(num_batches)))
         t0 = time.time()
         history = model.fit(dataset, epochs=1, verbose=0, shuffle=False, callbacks=[Progress(epoch)])
         seconds = time.time() - t0

@@ -6,6 +6,7 @@ import collections
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from keras_match import datasets, tasks, text
 from keras_match.inputs import batching, pipeline
@@ -449,6 +450,28 @@ def test_predict_equals_the_model_on_padded_inputs_in_the_callers_order(tiny_mod
                                rtol=1e-5, atol=1e-6)
     # the outputs depend on the input (a constant model would pass the checks above)
     assert np.std(outputs[:, 1]) > 1e-4
+
+
+def test_every_dataset_the_pipeline_iterates_has_autotuning_off(tiny_model, inputs, examples, monkeypatch):
+    """`tf.data`'s autotuning (on unless a dataset's options turn it off) made deleting an iterator wait for its
+    model thread's period, 18 s of the 41 s of scoring a split (`pipeline.without_autotune`): the scoring dataset
+    `predict` iterates and the training datasets have it off."""
+    iterated = []
+    iterate = tf.data.Dataset.__iter__
+
+    def spy(dataset):
+        iterated.append(dataset.options().autotune.enabled)
+        return iterate(dataset)
+
+    monkeypatch.setattr(tf.data.Dataset, "__iter__", spy)
+    pipeline.predict(tiny_model, {key: value[:300] for key, value in inputs.items()}, SEQUENCE_INPUTS, batch_size=64)
+    assert iterated == [False]
+    assert tf.data.Dataset.from_tensor_slices([1]).options().autotune.enabled is None  # the default: on
+    for mode in ("pointwise", "pairwise", "listwise"):
+        epochs = pipeline.training_epochs(inputs, examples, mode, BATCH[mode], SEED, 2, SEQUENCE_INPUTS)
+        assert epochs.dataset.options().autotune.enabled is False, mode
+        passes = pipeline.training_dataset(inputs, examples, mode, BATCH[mode], SEED, SEQUENCE_INPUTS)
+        assert passes.options().autotune.enabled is False, mode
 
 
 def test_predict_nothing(tiny_model, inputs):

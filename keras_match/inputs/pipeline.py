@@ -30,13 +30,31 @@ from keras_match import text
 from keras_match.inputs import batching
 from keras_match.preprocessors.base import trim_padding
 
-__all__ = ["Examples", "encode", "lengths_of", "training_dataset", "training_epochs", "TrainingEpochs", "predict", "ENCODE_BATCH", "PREDICT_BATCH"]
+__all__ = ["Examples", "encode", "lengths_of", "training_dataset", "training_epochs", "TrainingEpochs", "predict",
+           "without_autotune", "ENCODE_BATCH", "PREDICT_BATCH"]
 
 ENCODE_BATCH = 1024
 """Texts per preprocessor call when encoding (the overlap features' memory is quadratic in length)."""
 
 PREDICT_BATCH = 256
 """Pairs per model call when scoring."""
+
+
+def without_autotune(dataset):
+    """`dataset` with `tf.data`'s autotuning off (`tf.data.Options().autotune.enabled = False`).
+
+    The pipelines here set no `tf.data.AUTOTUNE` value (their map runs in the caller's thread, the prefetch buffer
+    is fixed), so autotuning has nothing to tune, but its model thread still runs beside every iterator: it wakes
+    after a period that doubles up to 60 s, and deleting the iterator waited for the rest of that period. Measured
+    on one core (TensorFlow 2.21): scoring TrecQA raw's test split with `ctrn_minilm` took 41 s, 18 s of them
+    idle inside the iterator's deletion after the last batch, against 23 s with autotuning off (the whole test
+    split, four times in one process: 41, 23, 41 and 41 s, then 25, 22, 23 and 23 s). The 45-51 s the first step
+    of some epochs once waited, when each epoch had an iterator of its own (`training_epochs`), fits the same
+    cause: the period reaches 60 s.
+    """
+    options = tf.data.Options()
+    options.autotune.enabled = False
+    return dataset.with_options(options)
 
 
 @dataclasses.dataclass
@@ -222,7 +240,8 @@ def training_epochs(inputs, examples: Examples, mode, batch_size, seed, epochs, 
     plans do by construction; a listwise plan shorter than the longest of epochs `0 .. epochs - 1` has its
     widest batches halved, `batching.split_to`), so Keras keeps one iterator through all epochs. (With a new
     `tf.data` iterator per epoch, the first step of 2 to 4 of the README job's 5 epochs waited 45-51 s on this
-    2-core machine, inside the destructor of the previous epoch's iterator.)
+    2-core machine, inside the destructor of the previous epoch's iterator: autotuning's wait, see
+    `without_autotune`, which every dataset here now has.)
 
     Args:
         epochs: the run's number of epochs (an int above `first_epoch`).
@@ -290,7 +309,7 @@ def _dataset(generate, inputs, mode, sequence_inputs):
     label_spec = (tf.TensorSpec([None], tf.int32) if mode == "pointwise" else
                   tf.TensorSpec([None], tf.float32) if mode == "pairwise" else tf.TensorSpec([None, None], tf.float32))
     dataset = tf.data.Dataset.from_generator(generate, output_signature=(input_spec, label_spec))
-    return dataset.map(lambda x, y: (trim_padding(x, sequence_inputs), y))
+    return without_autotune(dataset.map(lambda x, y: (trim_padding(x, sequence_inputs), y)))
 
 
 _INFERENCE = weakref.WeakKeyDictionary()
@@ -329,8 +348,8 @@ def predict(model, inputs, sequence_inputs, batch_size=PREDICT_BATCH) -> np.ndar
         return np.zeros([0, width], np.float32)
     order = np.argsort(lengths_of(inputs, sequence_inputs), kind="stable")
     ordered = {key: np.asarray(value)[order] for key, value in inputs.items()}
-    dataset = tf.data.Dataset.from_tensor_slices(ordered).batch(batch_size).map(
-        lambda batch: trim_padding(batch, sequence_inputs))
+    dataset = without_autotune(tf.data.Dataset.from_tensor_slices(ordered).batch(batch_size).map(
+        lambda batch: trim_padding(batch, sequence_inputs)))
     call = _inference_function(model, dataset.element_spec)
     outputs = np.concatenate([np.asarray(call(batch), dtype=np.float32) for batch in dataset])
     restored = np.empty_like(outputs)
