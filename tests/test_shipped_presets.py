@@ -101,8 +101,9 @@ CHILD = textwrap.dedent(
         converted = export.to_onnx(version)
         session = onnxruntime.InferenceSession(str(converted.path), providers=["CPUExecutionProvider"])
         onnx_name = next(iter(metadata["outputs"][signatures.IDS_SIGNATURE]))
-        # each batch cut to its longest text, as the Keras model's were (the padded rows of a SICK batch made
-        # tc_lstm_stacked_sick's 40 x 40 grids: 31 s against 22 s; to_onnx checked padded rows already)
+        # each batch cut to its longest text (preprocessor.trim_padding), as pipeline.predict cuts the Keras
+        # model's: uncut, every SICK batch ran tc_lstm_stacked_sick's grid at the full 40 x 40 tokens (its ONNX
+        # phase 40 s, cut 13 s); to_onnx's own check (sample_inputs) already runs full-width padded batches
         onnx_outputs = np.concatenate([session.run([onnx_name], {key: np.asarray(value) for key, value in
                                                                  run.preprocessor.trim_padding({
                                                                      key: np.asarray(value)[part] for key, value

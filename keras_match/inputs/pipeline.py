@@ -2,8 +2,9 @@
 
 1. `Examples` are the flat text pairs of a split with their labels and groups (a ranking split's question
    ids; none for classification), made by the task (`keras_match.tasks`).
-2. `encode` maps the run's preprocessor (`keras_match.preprocessors`) over them in a `tf.data` pipeline once: its
-   model inputs (token ids padded to the truncation lengths, and the optional pair features), as numpy arrays.
+2. `encode` calls the run's preprocessor (`keras_match.preprocessors`) as a `tf.function` (`encoding_function`) on
+   chunks of `ENCODE_BATCH` texts, once: its model inputs (token ids padded to the truncation lengths, and the
+   optional pair features), as numpy arrays.
 3. `training_dataset` (each pass an epoch) and `training_epochs` (all epochs in one pass, as training uses
    them) draw each epoch's batch plan (`keras_match.inputs.batching`, chosen by the loss's mode) from a
    seed and the epoch number and gathers the batches: `[batch, length]` ids for pointwise, `[batch, 2, length]`
@@ -43,14 +44,15 @@ PREDICT_BATCH = 256
 def without_autotune(dataset):
     """`dataset` with `tf.data`'s autotuning off (`tf.data.Options().autotune.enabled = False`).
 
-    The pipelines here set no `tf.data.AUTOTUNE` value (their map runs in the caller's thread, the prefetch buffer
-    is fixed), so autotuning has nothing to tune, but its model thread still runs beside every iterator: it wakes
-    after a period that doubles up to 60 s, and deleting the iterator waited for the rest of that period. Measured
-    on one core (TensorFlow 2.21): scoring TrecQA raw's test split with `ctrn_minilm` took 41 s, 18 s of them
-    idle inside the iterator's deletion after the last batch, against 23 s with autotuning off (the whole test
-    split, four times in one process: 41, 23, 41 and 41 s, then 25, 22, 23 and 23 s). The 45-51 s the first step
-    of some epochs once waited, when each epoch had an iterator of its own (`training_epochs`), fits the same
-    cause: the period reaches 60 s.
+    The pipelines here set no `tf.data.AUTOTUNE` value, but with autotuning on `tf.data` still injects a
+    `prefetch(AUTOTUNE)` after a pipeline that does not end in a prefetch (`predict`'s; the training datasets end
+    in a fixed `prefetch(2)`), and runs a model thread beside every iterator that wakes after a period doubling up
+    to 60 s; deleting the iterator waits for the rest of that period. With autotuning off nothing is injected, and
+    `predict`'s map runs in the caller's thread. Measured on one core (TensorFlow 2.21): scoring TrecQA raw's test
+    split with `ctrn_minilm` took 41 s, 18 s of them idle inside the deletion of the iterator after the last batch
+    (the whole test split four times in one process: with autotuning on 41, 23, 41 and 41 s; off 25, 22, 23 and
+    23 s). The 45-51 s the first step of some epochs once waited, when each epoch had an iterator of its own
+    (`training_epochs`), fits the same cause: the period reaches 60 s.
     """
     options = tf.data.Options()
     options.autotune.enabled = False
@@ -80,7 +82,7 @@ class Examples:
 
 
 def encode(preprocessor, texts, batch_size=ENCODE_BATCH) -> dict:
-    """The model inputs of raw texts, mapping the preprocessor over a `tf.data` dataset.
+    """The model inputs of raw texts, calling the preprocessor's `tf.function` on chunks of `batch_size` texts.
 
     Args:
         preprocessor: a `keras_match.preprocessors.Preprocessor`.
@@ -240,7 +242,7 @@ def training_epochs(inputs, examples: Examples, mode, batch_size, seed, epochs, 
     plans do by construction; a listwise plan shorter than the longest of epochs `0 .. epochs - 1` has its
     widest batches halved, `batching.split_to`), so Keras keeps one iterator through all epochs. (With a new
     `tf.data` iterator per epoch, the first step of 2 to 4 of the README job's 5 epochs waited 45-51 s on this
-    2-core machine, inside the destructor of the previous epoch's iterator: autotuning's wait, see
+    2-core machine, inside the destructor of the previous epoch's iterator: probably autotuning's wait, see
     `without_autotune`, which every dataset here now has.)
 
     Args:
