@@ -8,6 +8,13 @@ measurement resumes. The rows are measured one after the other: run it with noth
     KERAS_MATCH_DATA=../shared/data KERAS_MATCH_ENCODERS=../shared/models python benchmarks/encoder_speed.py \\
         --out benchmarks/results/transformer_encoders_speed [--runs PLAN=DIR ...] [--rows 0 3]
 
+A row with `"short_run": N` has no trained run folder on the machine that measured it (the SemEval-2016 and SICK
+cross-encoders' and SICK's bi-encoder's were on none): its model is trained here, with the plan row's settings
+but one epoch on the first N training questions (`benchmarks/reproduce.py --max-train-questions`), into
+`--work` (default `runs/encoder_speed`), and measured from that run. Latency, parameters and preset size depend on
+the architecture, the settings and what trains, not on the weights' values; the row file's `row.short_run` says
+so, and the table marks the row.
+
 A plan row's run folder is found under the `--out` its result file records (`benchmarks/results/<plan>/
 NN-sSEED.json`, its `provenance.command`), or under the folders given as `--runs PLAN=DIR` (the `--out` given to
 `ablation.py` for that plan, or its `runs/` folder; one plan may be given several, as when its rows ran in different
@@ -57,7 +64,8 @@ ROWS = [
      "plan": "transformer_encoders_trecqa_raw", "row": 1, "seed": 1234,
      "train": ["transformer_encoders_trecqa_raw", 1], "train_backbone_rate": ["transformer_encoders_trecqa_raw", 4]},
     # SemEval-2016 and SICK: seed 1's run folders where seed 1234's are not on the machine that measured them;
-    # the cross-encoders' run folders of these two plans were on none (their rows are not measured)
+    # the cross-encoders' run folders of these two plans (and SICK's bi-encoder's) were on none: those rows train
+    # a short run with the row's settings (`short_run`: the first N training questions, one epoch)
     {"benchmark": "semeval2016", "label": "GloVe 6B 50d (frozen)", "entry": "ctrn_semeval",
      "preset": "ctrn_semeval/semeval2016", "train": ["semeval2016", 1]},
     {"benchmark": "semeval2016", "label": "MiniLM top 2 layers fine-tuned", "entry": "ctrn_semeval",
@@ -73,8 +81,18 @@ ROWS = [
      "preset": "compare_aggregate_submult_nn_sick_minilm/sick", "train": ["transformer_encoders_sick", 5]},
     {"benchmark": "sick", "label": "MiniLM top 2 layers fine-tuned", "entry": "compare_aggregate_submult_nn_sick",
      "plan": "transformer_encoders_sick", "row": 1, "seed": 1, "train": ["transformer_encoders_sick", 1]},
+    {"benchmark": "sick", "label": "cross-encoder, every layer fine-tuned", "entry": "cross_encoder_minilm",
+     "plan": "transformer_encoders_sick", "row": 2, "seed": 1234, "short_run": 200,
+     "train": ["transformer_encoders_sick", 2]},
+    {"benchmark": "sick", "label": "bi-encoder (SBERT classifier), every layer fine-tuned", "entry": "bi_encoder_minilm",
+     "plan": "transformer_encoders_sick", "row": 3, "seed": 1234, "short_run": 200,
+     "train": ["transformer_encoders_sick", 3]},
+    {"benchmark": "semeval2016", "label": "cross-encoder, every layer fine-tuned", "entry": "cross_encoder_minilm",
+     "plan": "transformer_encoders_semeval2016", "row": 2, "seed": 1234, "short_run": 20,
+     "train": ["transformer_encoders_semeval2016", 2]},
 ]
-"""The rows of the speed table, in its order; a row's file is `NN-<entry>.json` (NN its index here)."""
+"""The rows of the speed table; a row's file is `NN-<entry>.json` (NN its index here, so a new row is added at the
+end); the table shows them benchmark by benchmark, in the order each benchmark first appears here."""
 
 
 def output_name(index, row):
@@ -110,6 +128,37 @@ def run_folder(row, roots):
     return found[0]
 
 
+def short_run_folder(row, work):
+    """Train a `short_run` row's model (the plan row's settings, one epoch on the first `row["short_run"]`
+    training questions; `benchmarks/reproduce.py`) into `work/runs`, unless it is there; returns its run folder."""
+    if str(HERE) not in sys.path:  # benchmarks/ablation.py, also when this file is imported from elsewhere
+        sys.path.insert(0, str(HERE))
+    import ablation
+
+    plan = ablation.load_plan(HERE / "ablations" / f"{row['plan']}.json")
+    spec = dict(plan["rows"][row["row"]])
+    spec["set"] = dict(spec.get("set", {}), epochs=1)
+    command = ablation.command(plan, spec, row["seed"], work) + ["--max-train-questions", str(row["short_run"])]
+    wanted = ablation.row_settings(plan, spec)
+    pattern = f"{row['entry']}-{row['benchmark']}-*-first{row['short_run']}*-s{row['seed']}"
+
+    def found():
+        return [path for path in sorted((work / "runs").glob(pattern))
+                if (path / "metrics.json").is_file() and _settings_match(path, wanted)]
+
+    if not found():
+        print(f"    a short run: {shlex.join(command[1:])}", file=sys.stderr, flush=True)
+        done = subprocess.run(command, stdout=subprocess.DEVNULL)
+        if done.returncode != 0:
+            raise SystemExit(f"encoder_speed.py: row {row['entry']} ({row['plan']} row {row['row']}): the short run "
+                             f"exited with {done.returncode}")
+    runs = found()
+    if len(runs) != 1:
+        raise SystemExit(f"encoder_speed.py: row {row['entry']}: {len(runs)} short runs match {pattern} under "
+                         f"{work / 'runs'}")
+    return runs[0]
+
+
 def _settings_match(run_dir, wanted):
     """Whether a run folder's settings hold every setting of `wanted` (a plan's and its row's; `epochs` aside: a
     cap, not what the run trained with)."""
@@ -124,6 +173,8 @@ def main(argv=None):
     parser.add_argument("--runs", nargs="*", default=[], metavar="PLAN=DIR",
                         help="where a plan's run folders are (a plan may be given more than once)")
     parser.add_argument("--rows", nargs="*", type=int, help="only these rows (default: every row)")
+    parser.add_argument("--work", default="runs/encoder_speed",
+                        help="where the short-run rows' runs are trained (default runs/encoder_speed)")
     parser.add_argument("--queries", type=int, default=100, help="timed 1 x 30 ranking calls per path")
     parser.add_argument("--batches", type=int, default=3, help="timed batch-256 calls per path")
     args = parser.parse_args(argv)
@@ -142,7 +193,12 @@ def main(argv=None):
         if target.exists():
             print(f"[{index}] {row['entry']}: {target} exists, skipped", file=sys.stderr, flush=True)
             continue
-        source = ["--preset", row["preset"]] if "preset" in row else ["--run-dir", str(run_folder(row, roots))]
+        if "preset" in row:
+            source = ["--preset", row["preset"]]
+        elif "short_run" in row:
+            source = ["--run-dir", str(short_run_folder(row, pathlib.Path(args.work)))]
+        else:
+            source = ["--run-dir", str(run_folder(row, roots))]
         command = [sys.executable, str(HERE / "export_latency.py"), *source, "--queries", str(args.queries),
                    "--batches", str(args.batches)]
         print(f"[{index}] {row['entry']} ({row['label']}): {' '.join(source)}", file=sys.stderr, flush=True)

@@ -27,6 +27,10 @@ in the data folder, is scored on both of its splits after training on SICK (the 
 
     python benchmarks/reproduce.py compare_aggregate_mult_sick --dataset sick --seeds 1 --transfer snli:dev snli
 
+`--max-train-questions N` trains on the first N training questions only (a run whose figures are not the
+benchmark's, for measuring what does not depend on the weights: `benchmarks/encoder_speed.py`'s short-run rows);
+its run folder's name ends in `-firstN`.
+
 `--config best.json` retrains the best configuration of a `keras-match tune` search over seeds, as `keras-match
 train --config` does (`--epochs` and `--set` override it; a search run with `--epochs 5` retrains with the preset's
 length when `--epochs` names it):
@@ -69,9 +73,14 @@ def main(argv=None):
     parser.add_argument("--init-preset", default=None, metavar="PRESET",
                         help="fine-tune this trained preset (as `keras-match train --init-preset`) instead of "
                         "training from random weights")
+    parser.add_argument("--max-train-questions", type=int, default=None, metavar="N",
+                        help="train on the first N training questions (pairs, for classification) only, as "
+                        "`keras-match train --max-train-questions`; the run folder's name ends in -firstN")
     parser.add_argument("--label", default=None,
                         help="a name for these settings in the results table (benchmarks/summarize.py)")
     args = parser.parse_args(argv)
+    if args.max_train_questions is not None and args.max_train_questions < 1:
+        parser.error(f"--max-train-questions must be at least 1, got {args.max_train_questions}")
 
     from keras_match import tasks, zoo
     from keras_match.artifacts import provenance
@@ -88,6 +97,8 @@ def main(argv=None):
     if args.holdout_dev:
         dataset = holdout_dev(dataset, args.holdout_dev)
     tag = f"-holdout{args.holdout_dev:g}" if args.holdout_dev else ""
+    if args.max_train_questions is not None:
+        tag += f"-first{args.max_train_questions}"
     figures = tasks.task_for(dataset).figures
     transfer_sets = transfer_splits(args.transfer)
     # other vectors give another run folder (and another row in the table)
@@ -107,7 +118,8 @@ def main(argv=None):
                 with contextlib.redirect_stdout(sys.stderr):  # stdout carries only the JSON
                     report = train(name, dataset, run_dir=run_dir, epochs=epochs, seed=seed, verbose=2,
                                    embeddings_path=None if args.embeddings == "none" else args.embeddings,
-                                   init_preset=args.init_preset, **overrides)
+                                   init_preset=args.init_preset, max_train_questions=args.max_train_questions,
+                                   **overrides)
             runs.append(
                 {
                     "seed": seed,
@@ -140,6 +152,7 @@ def main(argv=None):
             "dataset": args.dataset,
             "train_split": args.train_split,
             "holdout_dev": args.holdout_dev,
+            "max_train_questions": args.max_train_questions,
             "counts": {k: v.counts() for k, v in dataset.splits.items()},
             "overrides": overrides,
             "embeddings": args.embeddings,

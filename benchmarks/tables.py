@@ -1033,7 +1033,9 @@ def transformer_encoders_speed():
     candidates through the SavedModel's `rank` signature and ONNX Runtime, and its training seconds per epoch (the
     mean epoch of each run in the row's training result files, over the runs of one CPU: `_epoch_seconds`, one
     figure per CPU, `_cpu_name`), for a top-2 row also with MiniLM's layers at their own learning rate (its
-    `train_backbone_rate` result files)."""
+    `train_backbone_rate` result files). A `short_run` row was measured on a model trained one epoch on a few
+    questions with the row's settings (`encoder_speed.short_run_folder`): its latency, parameters and preset size
+    are the architecture's; its training seconds still come from the row's full runs."""
 
     import encoder_speed
     from summarize import cell
@@ -1055,8 +1057,12 @@ def transformer_encoders_speed():
         return "; ".join(f"{cell(epochs, 0)} ({len(epochs)}, {cpu})" for cpu, epochs in sorted(by_cpu.items())) \
             or "not run yet"
 
-    for index, row in enumerate(encoder_speed.ROWS):
-        head = f"| {row['benchmark']} | {row['label']} | `{row['entry']}` |"
+    benchmarks = list(dict.fromkeys(row["benchmark"] for row in encoder_speed.ROWS))  # in first-seen order
+    for index, row in sorted(enumerate(encoder_speed.ROWS), key=lambda item: benchmarks.index(item[1]["benchmark"])):
+        # a short-run row's model trained one epoch on a few questions: what is measured does not depend on weights
+        short = (f" (measured on a 1-epoch run on {row['short_run']} training questions, these settings)"
+                 if "short_run" in row else "")
+        head = f"| {row['benchmark']} | {row['label']}{short} | `{row['entry']}` |"
         train = f"{train_seconds(row['train'])} | {train_seconds(row.get('train_backbone_rate'))}"
         path = RESULTS / "transformer_encoders_speed" / encoder_speed.output_name(index, row)
         if not path.exists():

@@ -48,3 +48,29 @@ def test_a_measured_row_is_skipped_and_a_bad_runs_argument_refused(tmp_path, mon
     with pytest.raises(SystemExit):
         speed.main(["--out", str(tmp_path), "--runs", "no-equals-sign"])
     assert "--runs 'no-equals-sign': expected PLAN=DIR" in capsys.readouterr().err
+
+
+def test_a_short_run_row_trains_the_plan_rows_settings_one_epoch_on_few_questions_once(tmp_path, monkeypatch):
+    row = next(row for row in speed.ROWS if "short_run" in row and row["plan"] == "transformer_encoders_sick")
+    commands = []
+
+    def fake_run(command, **kwargs):  # reproduce.py: writes the run folder its arguments name
+        commands.append(command)
+        assert command[command.index("--epochs") + 1] == "1"
+        assert command[command.index("--max-train-questions") + 1] == str(row["short_run"])
+        assert command[command.index("--seeds") + 1] == str(row["seed"])
+        assert f"precision={json.dumps('mixed_bfloat16')}" in command  # the plan's own setting
+        out = tmp_path / "work" / "runs"
+        assert command[command.index("--out") + 1] == str(out)
+        _run(tmp_path / "work", f"{row['entry']}-{row['benchmark']}-default-precision=mixed_bfloat16-first"
+                                f"{row['short_run']}-s{row['seed']}", {"precision": "mixed_bfloat16"})
+        return speed.subprocess.CompletedProcess(command, 0)
+
+    monkeypatch.setattr(speed.subprocess, "run", fake_run)
+    folder = speed.short_run_folder(row, tmp_path / "work")
+    assert folder.name.endswith(f"-first{row['short_run']}-s{row['seed']}") and len(commands) == 1
+    assert speed.short_run_folder(row, tmp_path / "work") == folder and len(commands) == 1  # trained once
+
+    monkeypatch.setattr(speed.subprocess, "run", lambda command, **kwargs: speed.subprocess.CompletedProcess(command, 3))
+    with pytest.raises(SystemExit, match="the short run exited with 3"):
+        speed.short_run_folder(dict(row, seed=99), tmp_path / "work")
