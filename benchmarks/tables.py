@@ -1060,8 +1060,8 @@ def transformer_encoders_speed():
     benchmarks = list(dict.fromkeys(row["benchmark"] for row in encoder_speed.ROWS))  # in first-seen order
     for index, row in sorted(enumerate(encoder_speed.ROWS), key=lambda item: benchmarks.index(item[1]["benchmark"])):
         # a short-run row's model trained one epoch on a few questions: what is measured does not depend on weights
-        short = (f" (measured on a 1-epoch run on {row['short_run']} training questions, these settings)"
-                 if "short_run" in row else "")
+        short = (f" (measured on a 1-epoch run of these settings on the first {row['short_run']} training questions "
+                 "or, for a classifier, pairs)" if "short_run" in row else "")
         head = f"| {row['benchmark']} | {row['label']}{short} | `{row['entry']}` |"
         train = f"{train_seconds(row['train'])} | {train_seconds(row.get('train_backbone_rate'))}"
         path = RESULTS / "transformer_encoders_speed" / encoder_speed.output_name(index, row)
