@@ -29,7 +29,7 @@ in the data folder, is scored on both of its splits after training on SICK (the 
 
 `--max-train-questions N` trains on the first N training questions only (a run whose figures are not the
 benchmark's, for measuring what does not depend on the weights: `benchmarks/encoder_speed.py`'s short-run rows);
-its run folder's name ends in `-firstN`.
+its run folder's name has `-firstN` after the training split's (`mcan_fm-trecqa-clean-default-first20-...-s1234`).
 
 `--config best.json` retrains the best configuration of a `keras-match tune` search over seeds, as `keras-match
 train --config` does (`--epochs` and `--set` override it; a search run with `--epochs 5` retrains with the preset's
@@ -75,7 +75,7 @@ def main(argv=None):
                         "training from random weights")
     parser.add_argument("--max-train-questions", type=int, default=None, metavar="N",
                         help="train on the first N training questions (pairs, for classification) only, as "
-                        "`keras-match train --max-train-questions`; the run folder's name ends in -firstN")
+                        "`keras-match train --max-train-questions`; the run folder's name has -firstN after the split's")
     parser.add_argument("--label", default=None,
                         help="a name for these settings in the results table (benchmarks/summarize.py)")
     args = parser.parse_args(argv)

@@ -1059,17 +1059,18 @@ def transformer_encoders_speed():
 
     benchmarks = list(dict.fromkeys(row["benchmark"] for row in encoder_speed.ROWS))  # in first-seen order
     for index, row in sorted(enumerate(encoder_speed.ROWS), key=lambda item: benchmarks.index(item[1]["benchmark"])):
+        path = RESULTS / "transformer_encoders_speed" / encoder_speed.output_name(index, row)
+        result = _read_json(path) if path.exists() else None
+        # a classifier (SICK) has no `rank` signature: 30 of its test pairs a call (export_latency.py)
+        classifier = result is not None and "latency_30_pairs" in result
         # a short-run row's model trained one epoch on a few questions: what is measured does not depend on weights
-        short = (f" (measured on a 1-epoch run of these settings on the first {row['short_run']} training questions "
-                 "or, for a classifier, pairs)" if "short_run" in row else "")
+        short = (f" (measured on a 1-epoch run of these settings on the first {row['short_run']} training "
+                 f"{'pairs' if classifier else 'questions'})" if "short_run" in row else "")
         head = f"| {row['benchmark']} | {row['label']}{short} | `{row['entry']}` |"
         train = f"{train_seconds(row['train'])} | {train_seconds(row.get('train_backbone_rate'))}"
-        path = RESULTS / "transformer_encoders_speed" / encoder_speed.output_name(index, row)
-        if not path.exists():
+        if result is None:
             lines.append(f"{head} not measured yet | – | – | {train} | – | – | – |")
             continue
-        result = _read_json(path)
-        # a classifier (SICK) has no `rank` signature: 30 of its test pairs a call (export_latency.py)
         latency = result.get("latency_1_question_x_30_candidates") or result["latency_30_pairs"]
         rank, onnx = latency.get("savedmodel_rank_text"), latency["onnxruntime_ids"]
         rank = f"{rank['p50_ms']:.0f} / {rank['p99_ms']:.0f}" if rank else "– (a classifier)"
