@@ -74,3 +74,29 @@ def test_a_short_run_row_trains_the_plan_rows_settings_one_epoch_on_few_question
     monkeypatch.setattr(speed.subprocess, "run", lambda command, **kwargs: speed.subprocess.CompletedProcess(command, 3))
     with pytest.raises(SystemExit, match="the short run exited with 3"):
         speed.short_run_folder(dict(row, seed=99), tmp_path / "work")
+
+
+def test_reproduce_trains_on_the_first_questions_and_says_so_in_the_folder_and_json(data_dir, tmp_path, monkeypatch,
+                                                                                     capsys):
+    """`benchmarks/reproduce.py --max-train-questions N` (the short runs' trainer) hands N to `train` and names the
+    run folder `-firstN`; N < 1 is refused before anything trains."""
+    from keras_match.training import trainer
+
+    reproduce = benchmark_module("reproduce")
+    seen = []
+    figures = {"map": 0.5, "mrr": 0.5, "p@1": 0.5}
+
+    def fake_train(name, dataset, run_dir=None, **kwargs):
+        seen.append(dict(kwargs, run_dir=run_dir))
+        return {"best_epoch": 1, "epochs_run": 1, "wall_time_s": 1.0, "dev": figures, "test": figures}
+
+    monkeypatch.setattr(trainer, "train", fake_train)
+    monkeypatch.setenv("KERAS_MATCH_DATA", str(data_dir))
+    reproduce.main(["mcan_fm", "--dataset", "trecqa-clean", "--out", str(tmp_path), "--epochs", "1",
+                    "--max-train-questions", "7"])
+    (call,) = seen
+    assert call["max_train_questions"] == 7 and "-default-first7-" in call["run_dir"].name
+    assert json.loads(capsys.readouterr().out)["mcan_fm"]["max_train_questions"] == 7
+    with pytest.raises(SystemExit):
+        reproduce.main(["mcan_fm", "--out", str(tmp_path), "--max-train-questions", "0"])
+    assert "--max-train-questions must be at least 1" in capsys.readouterr().err and len(seen) == 1
