@@ -75,7 +75,8 @@ def main(argv=None):
                         "training from random weights")
     parser.add_argument("--max-train-questions", type=int, default=None, metavar="N",
                         help="train on the first N training questions (pairs, for classification) only, as "
-                        "`keras-match train --max-train-questions`; the run folder's name has -firstN after the split's")
+                        "`keras-match train --max-train-questions`; the run folder's name has -firstN after the "
+                        "split's")
     parser.add_argument("--label", default=None,
                         help="a name for these settings in the results table (benchmarks/summarize.py)")
     args = parser.parse_args(argv)
