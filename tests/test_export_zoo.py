@@ -220,8 +220,9 @@ EXPORT_PROCESSES = min(2, len(os.sched_getaffinity(0))) if hasattr(os, "sched_ge
 """Exporting (tracing every signature, writing the SavedModel and its warmup records, converting to ONNX) takes
 about 8-29 s an entry on one core of this machine (SavedModel 4-9 s, ONNX 3-20 s; mcan_fm the slowest): the
 entries are exported by two processes at once, each building its entries' models with the weights this process
-builds them with; by one when this process may run on one CPU only (a pytest-xdist worker of `-n 2` on two
-CPUs, pinned by `tests/conftest.py`: a second exporter would only take turns with the first on that CPU)."""
+builds them with; by this process itself, from the runs it built, when it may run on one CPU only (a pytest-xdist
+worker of `-n 2` on two CPUs, pinned by `tests/conftest.py`: a second exporter would only take turns with the
+first on that CPU, and one exporter process imported TensorFlow and built the 27 models again)."""
 
 
 @pytest.fixture(scope="module")
@@ -231,6 +232,12 @@ def exports(tmp_path_factory):
     root = tmp_path_factory.mktemp("zoo_export")
     encoder = text.TextEncoder(WORDS)
     runs = {name: build_run(name, seed, encoder) for seed, name in enumerate(NAMES)}
+    if EXPORT_PROCESSES == 1:  # no second CPU to export on: this process exports the runs it built
+        made = {}
+        for name in NAMES:
+            version_dir = export.saved_model(runs[name], root / name)
+            made[name] = {"run": runs[name], "version_dir": version_dir, "onnx": export.to_onnx(version_dir)}
+        return made
     shares = [[f"{seed}:{name}" for seed, name in enumerate(NAMES) if seed % EXPORT_PROCESSES == k]
               for k in range(EXPORT_PROCESSES)]
     (root / "exporter.py").write_text(EXPORTER)

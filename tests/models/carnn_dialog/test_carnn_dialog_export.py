@@ -32,7 +32,7 @@ def test_export_and_serve(tmp_path):
     task = tasks.ResponseSelectionTask(len(CANDIDATES))
     run = runs.Run(model=model, preprocessor=preprocessor, config={"zoo": "carnn_dialog_n", "task": task.config()})
     inputs = pipeline.encode(preprocessor, TEXTS)
-    expected = np.asarray(model.predict(preprocessor.trim_padding(inputs), verbose=0))
+    expected = np.asarray(model(preprocessor.trim_padding(inputs), training=False))
 
     table = preprocessor.candidate_table
     assert table.lookup(tf.constant([3, 9], tf.int64)).numpy().tolist() == [CANDIDATES[3].encode(), b""]
@@ -93,8 +93,8 @@ def test_the_kb_first_history_cut_is_in_the_exported_graph(tmp_path):
     rng = np.random.default_rng(1)
     for weight in model.trainable_weights:
         weight.assign(rng.normal(0, 0.5, size=weight.shape).astype("float32"))
-    outputs = {cut: np.asarray(model.predict(preprocessor.trim_padding(pipeline.encode(preprocessor, texts)),
-                                             verbose=0)) for cut, preprocessor in preprocessors.items()}
+    outputs = {cut: np.asarray(model(preprocessor.trim_padding(pipeline.encode(preprocessor, texts)), training=False))
+               for cut, preprocessor in preprocessors.items()}
     assert np.abs(outputs["oldest"][0] - outputs["kb_first"][0]).max() > 1e-3  # the cut changes what it sees
     np.testing.assert_allclose(outputs["oldest"][1], outputs["kb_first"][1], atol=1e-6)  # nothing to cut
 

@@ -210,7 +210,7 @@ def test_keras_file_round_trip(tmp_path, comparison, head, num_classes, num_feat
     path = tmp_path / "compare_aggregate.keras"
     model.save(path)
     restored = keras.models.load_model(path)
-    np.testing.assert_array_equal(model.predict(inputs, verbose=0), restored.predict(inputs, verbose=0))
+    np.testing.assert_array_equal(model(inputs, training=False), restored(inputs, training=False))
     layer = restored.get_layer("compare_aggregate")
     assert (layer.comparison, layer.windows, layer.units) == (comparison, (1, 2, 3), 4)
     assert heads.head_of(restored) == head and restored.name == model.name

@@ -104,7 +104,7 @@ def test_keras_file_round_trip(tmp_path):
     path = tmp_path / "ctrn.keras"
     model.save(path)
     restored = keras.models.load_model(path)
-    np.testing.assert_allclose(model.predict(inputs, verbose=0), restored.predict(inputs, verbose=0), atol=1e-6)
+    np.testing.assert_allclose(model(inputs, training=False), restored(inputs, training=False), atol=1e-6)
 
 
 @pytest.mark.parametrize("kind", ["ctrn_index", "qrnn"])
@@ -185,7 +185,7 @@ def test_sentence_cosine_ignores_padding_and_round_trips(tmp_path):
     path = tmp_path / "ctrn_cosine.keras"
     model.save(path)
     restored = keras.models.load_model(path)
-    np.testing.assert_allclose(model.predict(inputs, verbose=0), restored.predict(inputs, verbose=0), atol=1e-6)
+    np.testing.assert_allclose(model(inputs, training=False), restored(inputs, training=False), atol=1e-6)
     assert restored.get_layer("sentence_cosine") is not None
 
 
