@@ -195,6 +195,12 @@ def build_run(name, seed, encoder):
     return training.Run(model=model, preprocessor=preprocessor, config={"zoo": name})
 
 
+def export_entry(run, folder):
+    """`run` exported as a SavedModel into `folder` and converted to ONNX: (the version folder, the `OnnxExport`)."""
+    version_dir = export.saved_model(run, folder)
+    return version_dir, export.to_onnx(version_dir)
+
+
 EXPORTER = textwrap.dedent(
     """
     import json, pathlib, sys
@@ -202,14 +208,12 @@ EXPORTER = textwrap.dedent(
     sys.path.insert(0, tests)
     import test_export_zoo as t
     from keras_match import text
-    from keras_match.serving import export
 
     encoder = text.TextEncoder(t.WORDS)
     made = {}
     for item in sys.argv[4:]:
         seed, name = item.split(":", 1)
-        version_dir = export.saved_model(t.build_run(name, int(seed), encoder), root / name)
-        onnx = export.to_onnx(version_dir)
+        version_dir, onnx = t.export_entry(t.build_run(name, int(seed), encoder), root / name)
         made[name] = {"version_dir": str(version_dir), "onnx": {"path": str(onnx.path), "opset": onnx.opset,
                       "max_abs_diff": onnx.max_abs_diff, "num_samples": onnx.num_samples}}
         print(name, flush=True)
@@ -233,11 +237,8 @@ def exports(tmp_path_factory):
     encoder = text.TextEncoder(WORDS)
     runs = {name: build_run(name, seed, encoder) for seed, name in enumerate(NAMES)}
     if EXPORT_PROCESSES == 1:  # no second CPU to export on: this process exports the runs it built
-        made = {}
-        for name in NAMES:
-            version_dir = export.saved_model(runs[name], root / name)
-            made[name] = {"run": runs[name], "version_dir": version_dir, "onnx": export.to_onnx(version_dir)}
-        return made
+        return {name: dict(zip(("version_dir", "onnx"), export_entry(runs[name], root / name)), run=runs[name])
+                for name in NAMES}
     shares = [[f"{seed}:{name}" for seed, name in enumerate(NAMES) if seed % EXPORT_PROCESSES == k]
               for k in range(EXPORT_PROCESSES)]
     (root / "exporter.py").write_text(EXPORTER)
