@@ -4,7 +4,8 @@ Given the results folder of an ablation whose rows are the runs to vote over (be
 e.g. `benchmarks/ablations/carnn_dialog_task6.json`: nCARNN, iCARNN and sCARNN on dialog bAbI task 6), this takes,
 for each seed that every row has finished, the rows' run folders of that seed (under `--runs`, default
 `OUT/runs`; the folder whose `metrics.json` holds the result file's figures) and scores their majority vote
-(`keras_match.models.carnn_dialog.vote`; ties go to the first row's choice, the paper does not say) on each split.
+(`keras_match.models.carnn_dialog.vote`; ties go to the first row's choice, the paper does not say) on each split;
+`--rows` names the rows that vote where a plan holds others (`carnn_dialog_task6_width.json`: rows 1 2 3).
 Each seed's result is written as it finishes to `OUT/voting/sSEED.json`, with its provenance; a seed whose file
 exists is not scored again. Prints the results as JSON.
 
@@ -39,14 +40,20 @@ def voting_path(out: pathlib.Path, seed) -> pathlib.Path:
     return out / VOTING / f"s{seed}.json"
 
 
-def seed_runs(plan: dict, out: pathlib.Path, runs_dir: pathlib.Path, seed) -> list[dict]:
-    """`[{"row", "label", "entry", "dataset", "file", "run_dir", "run"}]` for every row of the plan at `seed`.
+def seed_runs(plan: dict, out: pathlib.Path, runs_dir: pathlib.Path, seed, rows=None) -> list[dict]:
+    """`[{"row", "label", "entry", "dataset", "file", "run_dir", "run"}]` for the plan's rows at `seed`: the row
+    numbers `rows` in that order (the first breaks ties), or every row (None).
 
     Raises:
-        VoteError: a row has no finished result at this seed, or no single run folder holding its figures.
+        VoteError: a row number the plan does not have, a row without a finished result at this seed, or
+            without a single run folder holding its figures.
     """
     found = []
-    for index, row in enumerate(plan["rows"]):
+    rows = range(len(plan["rows"])) if rows is None else rows
+    for index in rows:
+        if not 0 <= index < len(plan["rows"]):
+            raise VoteError(f"row {index}: the plan has rows 0-{len(plan['rows']) - 1}")
+        row = plan["rows"][index]
         path = out / f"{index:02d}-s{seed}.json"
         if not path.is_file():
             raise VoteError(f"row {index} ({row['label']}) has no result at seed {seed} ({path})")
@@ -69,10 +76,11 @@ def seed_runs(plan: dict, out: pathlib.Path, runs_dir: pathlib.Path, seed) -> li
 
 
 def vote_seed(plan: dict, out: pathlib.Path, runs_dir: pathlib.Path, seed, splits, data_dir=None,
-              dataset=None) -> dict:
+              dataset=None, rows=None) -> dict:
     """Score the vote of the plan's rows at `seed` on `splits` and write `OUT/voting/sSEED.json`.
 
     `dataset`: the loaded dataset the runs were scored on (default: the rows' dataset by name from `data_dir`).
+    `rows`: the row numbers that vote, the first breaking ties (default: every row, in the plan's order).
 
     Raises:
         VoteError: a row is missing, or a run folder does not score its split as its result file says.
@@ -83,7 +91,7 @@ def vote_seed(plan: dict, out: pathlib.Path, runs_dir: pathlib.Path, seed, split
     from keras_match.models.carnn_dialog import vote
 
     started = time.time()
-    members = seed_runs(plan, out, runs_dir, seed)
+    members = seed_runs(plan, out, runs_dir, seed, rows)
     dataset_name = members[0]["dataset"]
     if dataset is None:
         dataset = load_by_name(dataset_name, data_dir=data_dir)
@@ -115,6 +123,8 @@ def main(argv=None) -> int:
     parser.add_argument("--runs", type=pathlib.Path, default=None, help="the run folders (default OUT/runs)")
     parser.add_argument("--seeds", nargs="+", type=int, default=None, help="default: the plan's")
     parser.add_argument("--splits", nargs="+", default=["dev", "test"])
+    parser.add_argument("--rows", nargs="+", type=int, default=None,
+                        help="the plan's row numbers that vote, the first breaking ties (default: every row)")
     parser.add_argument("--data-dir", default=None, help="benchmark data (default $KERAS_MATCH_DATA)")
     args = parser.parse_args(argv)
     plan = json.loads(args.plan.read_text(encoding="utf-8"))
@@ -126,7 +136,8 @@ def main(argv=None) -> int:
             if target.is_file():
                 report[str(seed)] = json.loads(target.read_text(encoding="utf-8"))
                 continue
-            report[str(seed)] = vote_seed(plan, args.out, runs_dir, seed, args.splits, data_dir=args.data_dir)
+            report[str(seed)] = vote_seed(plan, args.out, runs_dir, seed, args.splits, data_dir=args.data_dir,
+                                          rows=args.rows)
         except VoteError as error:
             missing[str(seed)] = str(error)
             print(f"[vote] seed {seed} not scored: {error}", file=sys.stderr, flush=True)

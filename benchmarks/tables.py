@@ -471,14 +471,17 @@ def carnn_dialog_history():
 
 
 def _task6_variant(plan_folder, columns):
-    """Issue 58's nCARNN rows on dialog bAbI task 6 that change one thing (`benchmarks/ablations/<plan_folder>.json`),
-    beside row 0 of `carnn_dialog_task6.json` (the presets: the same entry, settings and seeds), with each row's
-    test per-response accuracy minus row 0's, paired by seed. `columns`: (heading, the row's value from its `set`
-    settings, the presets' value) for the settings the plan changes."""
+    """Issue 58's CARNN rows on dialog bAbI task 6 that change one thing (`benchmarks/ablations/<plan_folder>.json`),
+    beside the rows of `carnn_dialog_task6.json` (the presets: the same entries, settings and seeds) of the models
+    the plan trains, with each row's test per-response accuracy minus that of the presets' row of its model, paired
+    by seed. `columns`: (heading, the row's value from its `set` settings, the presets' value) for the settings the
+    plan changes."""
     from summarize import cell
 
-    baseline = _plan_row_groups("carnn_dialog_task6")[0]
-    base_runs = _row_runs(baseline[1])
+    variants = _plan_row_groups(plan_folder)
+    models = {row["model"] for row, _ in variants}
+    baselines = {row["model"]: (row, _row_runs(groups)) for row, groups in _plan_row_groups("carnn_dialog_task6")
+                 if row["model"] in models}
     headings = " | ".join(heading for heading, _, _ in columns)
     lines = [f"| row | {headings} | seeds | dev per-response | test per-response | test per-dialog | "
              "test per-response minus the presets (paired seeds) | epochs | wall s |",
@@ -490,14 +493,15 @@ def _task6_variant(plan_folder, columns):
                 f"{_mean(runs, 'test', 'per_dialog_accuracy')} | {paired} | "
                 f"{cell([r['epochs_run'] for r in runs], 1)} | {_wall(runs)} |")
 
-    lines.append(line(baseline[0]["label"], [preset for _, _, preset in columns], base_runs, "–"))
-    for row, groups in _plan_row_groups(plan_folder):
+    for row, base_runs in baselines.values():
+        lines.append(line(row["label"], [preset for _, _, preset in columns], base_runs, "–"))
+    for row, groups in variants:
         values = [value(row.get("set", {})) for _, value, _ in columns]
         runs = _row_runs(groups)
         if not runs:
             lines.append(f"| {row['label']} | {' | '.join(map(str, values))} | not run yet |" + " – |" * 6)
             continue
-        difference, seeds = _paired(runs, base_runs, figure="per_response_accuracy")
+        difference, seeds = _paired(runs, baselines[row["model"]][1], figure="per_response_accuracy")
         lines.append(line(row["label"], values, runs, difference if seeds == "–" else f"{difference} ({seeds})"))
     return "\n".join(lines)
 

@@ -79,6 +79,26 @@ def test_a_missing_row_or_a_run_that_does_not_score_as_its_result_file_is_named(
     assert not module.voting_path(changed, SEED).exists()
 
 
+def test_rows_chooses_the_voters_and_the_first_breaks_ties(ablation, tmp_path):
+    import shutil
+
+    module = benchmark_module("dialog_vote")
+    out = tmp_path / "out"
+    out.mkdir()
+    for path in ablation["out"].glob("*-s*.json"):
+        shutil.copy(path, out / path.name)
+    runs = ablation["out"] / "runs"
+    result = module.vote_seed(ablation["plan"], out, runs, SEED, ["test"], dataset=ablation["dataset"], rows=[1, 0])
+    assert [m["row"] for m in result["members"]] == [1, 0]
+    assert [m["entry"] for m in result["members"]] == ["carnn_dialog_s", "carnn_dialog_i"]
+    # two voters: where they differ it is a tie, which the first (sCARNN) wins, so the vote scores as sCARNN
+    assert result["splits"]["test"]["voting"]["per_response_accuracy"] == pytest.approx(
+        ablation["reports"]["carnn_dialog_s"]["test"]["per_response_accuracy"], abs=1e-9)
+    assert json.loads(module.voting_path(out, SEED).read_text())["members"] == result["members"]
+    with pytest.raises(module.VoteError, match=r"row 3: the plan has rows 0-2"):
+        module.seed_runs(ablation["plan"], out, runs, SEED, rows=[0, 3])
+
+
 def test_the_readme_table_shows_each_row_and_the_vote_beside_the_paper(ablation, tmp_path, monkeypatch):
     import shutil
 
@@ -109,3 +129,32 @@ def test_the_readme_table_shows_each_row_and_the_vote_beside_the_paper(ablation,
     (folder / "voting" / f"s{SEED}.json").write_text(json.dumps(broken))
     with pytest.raises(tables.TableError, match="provenance"):
         tables.carnn_dialog_task6()
+
+
+def test_a_variant_row_is_paired_with_the_presets_row_of_its_own_model(ablation, tmp_path, monkeypatch):
+    tables = benchmark_module("tables")
+    results = tmp_path / "results"
+    written = {json.loads(path.read_text()).popitem()[0]: json.loads(path.read_text())
+               for path in ablation["out"].glob("0[01]-s*.json")}  # iCARNN's and sCARNN's result files
+    plans = {"carnn_dialog_task6": {"rows": [{"label": f"carnn_dialog_{v}", "model": f"carnn_dialog_{v}", "set": {}}
+                                             for v in "nis"]},
+             "width": {"rows": [{"label": "s wide", "model": "carnn_dialog_s", "set": {"units": 1024}},
+                                {"label": "i wide", "model": "carnn_dialog_i", "set": {"units": 1024}}]}}
+
+    def write(folder, index, entry, shift):
+        result = json.loads(json.dumps(written[entry]))
+        result[entry]["runs"][0]["test"]["per_response_accuracy"] += shift
+        (results / folder).mkdir(parents=True, exist_ok=True)
+        (results / folder / f"{index:02d}-s{SEED}.json").write_text(json.dumps(result))
+
+    write("carnn_dialog_task6", 1, "carnn_dialog_i", 0.0)
+    write("carnn_dialog_task6", 2, "carnn_dialog_s", 0.0)
+    write("width", 0, "carnn_dialog_s", 0.25)
+    write("width", 1, "carnn_dialog_i", 0.125)
+    monkeypatch.setattr(tables, "RESULTS", results)
+    monkeypatch.setattr(tables, "_plan", plans.__getitem__)
+    lines = tables._task6_variant("width", [("units", lambda s: s.get("units", 256), 256)]).splitlines()
+    # the presets' rows of the models the plan trains (no nCARNN), then each row against its own model's
+    assert [line.split(" | ")[0] for line in lines[2:]] == ["| carnn_dialog_i", "| carnn_dialog_s", "| s wide",
+                                                            "| i wide"]
+    assert f"| +0.250 ({SEED}) |" in lines[4] and f"| +0.125 ({SEED}) |" in lines[5]
