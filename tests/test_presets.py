@@ -262,21 +262,22 @@ def test_a_model_card_names_the_settings_its_run_changed_from_the_entrys():
     """A preset trained with `--set` says so: the model and training settings that differ from the zoo entry's
     (not the head or the tokenizer, which follow the dataset and the backbone)."""
     entry = zoo.describe("ctrn_minilm")
-    config = {"settings": {"model": dict(entry["model"], sentence_cosine="start", head="classification"),
+    config = {"settings": {"model": dict(entry["model"], sentence_cosine=True, head="classification"),
                            "training": dict(entry["training"], learning_rate=0.0003),
                            "preprocessing": dict(entry["preprocessing"], tokenizer="minilm-l6")}}
     task_settings = tasks.ClassificationTask(["a", "b", "c"]).model_settings(entry["model"])  # head, num_classes
     assert zoo.changed_settings(config["settings"], entry, task_settings) == (
-        'model `sentence_cosine` "start" (the entry\'s: false); training `learning_rate` 0.0003 (the entry\'s: 0.001)')
+        'model `sentence_cosine` true (the entry\'s: "start"); training `learning_rate` 0.0003 (the entry\'s: 0.001)')
     assert zoo.changed_settings({"model": dict(entry["model"])}, entry, task_settings) == ""
     assert zoo.changed_settings(config["settings"], {}, task_settings) == ""  # an entry the zoo does not know
     # a backbone setting the entry leaves at its default, and a builder argument the entry does not name
     model = dict(entry["model"], backbone_trainable=2, backbone_layers="last", num_classes=3, new_argument=2)
     assert zoo.changed_settings({"model": model}, entry, task_settings) == (
         'model `backbone_trainable` 2 (the entry\'s: "frozen"); model `new_argument` 2 (the entry does not set it)')
-    # the shipped CTRN over MiniLM is the plan's row with the cosine start, not the entry's default body
+    # the shipped CTRN over MiniLM has the entry's model (the cosine start); only its training precision differs
     card = (pathlib.Path(preset_loader.__file__).parents[1] / "presets" / "ctrn_minilm" / "trecqa-raw" / "README.md")
-    assert 'model `sentence_cosine` "start" (the entry\'s: false)' in card.read_text(encoding="utf-8")
+    assert ("settings other than the entry's (`keras_match.zoo.describe('ctrn_minilm')`): training `precision` "
+            '"mixed_bfloat16" (the entry\'s: "float32")\n') in card.read_text(encoding="utf-8")
     assert "the pinned encoder from a local folder, or from its public origin once" in card.read_text(encoding="utf-8")
     # the MiniLM presets trained with MiniLM's top two layers say so
     card = card.parents[2] / "iwan_ncarnn_minilm" / "trecqa-clean" / "README.md"
