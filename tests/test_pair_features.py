@@ -90,13 +90,21 @@ def test_every_ranking_entry_takes_the_pair_features(name):
     assert PairPreprocessor.default_model_arguments(settings.preprocessing)["num_features"] == 5
     small = {"mcan": dict(lstm_units=4, highway_units=4, fm_factors=2)}.get(settings.builder, dict(filters=8))
     settings = settings.with_model(**{k: v for k, v in small.items() if k in settings.model})
+    ids = np.array([[2, 3, 4]], "int32")
+
+    def outputs(model):
+        return [model({"question": ids, "answer": ids, "features": np.full((1, 5), value, "float32")})
+                for value in (1.0, 0.0)]
+
+    if settings.model.get("sentence_cosine") == "start":
+        # the output layer starts at the cosine alone, every other input weighing 0 (`ctrn_minilm`): the untrained
+        # model ignores the features by design; the wiring is that of `sentence_cosine=True`, checked below
+        assert np.allclose(*outputs(zoo.build(settings, vocab_size=30)))
+        settings = settings.with_model(sentence_cosine=True)
     model = zoo.build(settings, vocab_size=30)
     widths = {t.name: t.shape[-1] for t in model.inputs}
     assert widths["features"] == 5
-    ids = np.array([[2, 3, 4]], "int32")
-    out = model({"question": ids, "answer": ids, "features": np.ones((1, 5), "float32")})
-    other = model({"question": ids, "answer": ids, "features": np.zeros((1, 5), "float32")})
-    assert not np.allclose(out, other)  # the features reach the prediction layers
+    assert not np.allclose(*outputs(model))  # the features reach the prediction layers
 
 
 def test_mcan_trains_with_overlap_and_bm25_features_and_exports_them(data_dir, tmp_path):
