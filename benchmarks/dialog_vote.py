@@ -7,7 +7,7 @@ for each seed that every row has finished, the rows' run folders of that seed (u
 (`keras_match.models.carnn_dialog.vote`; ties go to the first row's choice, the paper does not say) on each split;
 `--rows` names the rows that vote where a plan holds others (`carnn_dialog_task6_width.json`: rows 1 2 3).
 Each seed's result is written as it finishes to `OUT/voting/sSEED.json`, with its provenance; a seed whose file
-exists is not scored again. Prints the results as JSON.
+exists is not scored again (a file of other rows is named, not reused). Prints the results as JSON.
 
     KERAS_MATCH_DATA=../shared/data python benchmarks/ablation.py benchmarks/ablations/carnn_dialog_task6.json \\
         --out benchmarks/results/carnn_dialog_task6
@@ -129,12 +129,18 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     plan = json.loads(args.plan.read_text(encoding="utf-8"))
     runs_dir = args.runs or args.out / "runs"
+    wanted = list(range(len(plan["rows"]))) if args.rows is None else args.rows
     report, missing = {}, {}
     for seed in args.seeds or plan["seeds"]:
         target = voting_path(args.out, seed)
         try:
             if target.is_file():
-                report[str(seed)] = json.loads(target.read_text(encoding="utf-8"))
+                done = json.loads(target.read_text(encoding="utf-8"))
+                voted = [member["row"] for member in done["members"]]
+                if voted != wanted:
+                    raise VoteError(f"{target} is the vote of rows {voted}, not of rows {wanted}: move it away to "
+                                    "vote again")
+                report[str(seed)] = done
                 continue
             report[str(seed)] = vote_seed(plan, args.out, runs_dir, seed, args.splits, data_dir=args.data_dir,
                                           rows=args.rows)

@@ -95,6 +95,12 @@ def test_rows_chooses_the_voters_and_the_first_breaks_ties(ablation, tmp_path):
     assert result["splits"]["test"]["voting"]["per_response_accuracy"] == pytest.approx(
         ablation["reports"]["carnn_dialog_s"]["test"]["per_response_accuracy"], abs=1e-9)
     assert json.loads(module.voting_path(out, SEED).read_text())["members"] == result["members"]
+    # the seed's voting file is reused only for the rows that made it
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(ablation["plan"]))
+    argv = [str(out), "--plan", str(plan), "--runs", str(runs), "--seeds", str(SEED)]
+    assert module.main(argv + ["--rows", "1", "0"]) == 0
+    assert module.main(argv + ["--rows", "0", "1"]) == 1  # not scored: the file holds rows [1, 0]
     with pytest.raises(module.VoteError, match=r"row 3: the plan has rows 0-2"):
         module.seed_runs(ablation["plan"], out, runs, SEED, rows=[0, 3])
 
