@@ -114,6 +114,28 @@ def _tiny_model(vocab_size, features=False):
     return keras.Model(inputs, head(keras.layers.Concatenate()(pooled)))
 
 
+def test_a_word_unseen_in_training_keeps_its_id_in_the_exports(exported, run):
+    """Words of the vector file that the run's 12 training questions never use (`tests/test_vectors.py` checks
+    that, and their vectors in the run): the SavedModel scores them as the run does (they no longer share the OOV
+    row) and the ONNX export's vocabulary has them at their ids."""
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401
+
+    from test_vectors import UNSEEN
+
+    ids = run.preprocessor.encoder.lookup(UNSEEN).numpy()
+    question = "Who was the ship named after ?"
+    answers = [f"It was named for the {w} ." for w in UNSEEN]
+    scores = run.score([question] * 2, answers)
+    loaded = tf.saved_model.load(str(exported / "1"))
+    served = loaded.signatures["serving_default"](question=tf.constant([question] * 2), answer=tf.constant(answers))
+    np.testing.assert_allclose(served["score"].numpy(), scores, rtol=1e-5, atol=1e-6)
+    assert export.read_metadata(exported / "1")["vocab_size"] == run.preprocessor.vocab_size
+    onnx_vocabulary = (exported / "onnx" / "1" / "vocabulary.txt").read_text(encoding="utf-8").splitlines()
+    for word, i in zip(UNSEEN, ids):
+        assert onnx_vocabulary[i - 2] == word  # ids 0 and 1 are padding and OOV
+
+
 def test_versions_increment_and_are_never_overwritten(run, tmp_path):
     model = _tiny_model(run.preprocessor.vocab_size)
     kwargs = {"preprocessor": PairPreprocessor(run.preprocessor.encoder, max_question_length=4, max_answer_length=4)}

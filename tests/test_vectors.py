@@ -1,5 +1,5 @@
 """Pretrained vectors (`keras_match.text.vectors`) and the vocabulary they give a run: words never seen in training keep
-their own id and their file vector, in the trained run and in its export."""
+their own id and their file vector, in the trained run (and in its export: `tests/test_export.py`)."""
 
 import gzip
 import hashlib
@@ -10,9 +10,8 @@ import shutil
 import numpy as np
 import pytest
 
-from keras_match import cli, text, training, zoo
+from keras_match import text, training, zoo
 from keras_match.artifacts import provenance
-from keras_match.serving import export
 from keras_match.text import vectors
 from keras_match.training import recipe
 from keras_match.text import OOV_ID, TextEncoder
@@ -230,8 +229,9 @@ def _embedding_matrix(model, vocab_size):
     return np.asarray(matrices[0])
 
 
-def test_a_word_unseen_in_training_has_its_own_id_and_file_vector_in_the_run_and_the_export(
-        trained_run, data_dir, tmp_path):
+def test_a_word_unseen_in_training_has_its_own_id_and_file_vector_in_the_run(trained_run, data_dir):
+    """The run side; `tests/test_export.py`'s `test_a_word_unseen_in_training_keeps_its_id_in_the_exports` checks
+    the same words in the export of the same run (made once there, for all of that file's tests)."""
     from keras_match.datasets.catalog import load_by_name
 
     training_texts = []
@@ -255,21 +255,6 @@ def test_a_word_unseen_in_training_has_its_own_id_and_file_vector_in_the_run_and
     question = "Who was the ship named after ?"
     scores = run.score([question] * 2, [f"It was named for the {w} ." for w in UNSEEN])
     assert scores[0] != scores[1]
-
-    base = tmp_path / "export"
-    assert cli.main(["export", str(trained_run), "--to", str(base), "--onnx"]) == 0
-    import tensorflow as tf
-    import tensorflow_text  # noqa: F401
-
-    loaded = tf.saved_model.load(str(base / "1"))
-    served = loaded.signatures["serving_default"](
-        question=tf.constant([question] * 2), answer=tf.constant([f"It was named for the {w} ." for w in UNSEEN]))
-    np.testing.assert_allclose(served["score"].numpy(), scores, rtol=1e-5, atol=1e-6)
-    metadata = export.read_metadata(base / "1")
-    assert metadata["vocab_size"] == run.preprocessor.vocab_size
-    onnx_vocabulary = (base / "onnx" / "1" / "vocabulary.txt").read_text(encoding="utf-8").splitlines()
-    for word, i in zip(UNSEEN, ids):
-        assert onnx_vocabulary[i - 2] == word  # ids 0 and 1 are padding and OOV
 
 
 def test_reduce_vectors_keeps_the_words_and_the_leading_components(tmp_path, capsys):
