@@ -114,7 +114,7 @@ def _tiny_model(vocab_size, features=False):
     return keras.Model(inputs, head(keras.layers.Concatenate()(pooled)))
 
 
-def test_a_word_unseen_in_training_keeps_its_id_in_the_exports(exported, run):
+def test_a_word_unseen_in_training_keeps_its_id_in_the_exports(exported, loaded, run):
     """Words of the vector file that the run's 12 training questions never use (`tests/test_vectors.py` checks
     that, and their vectors in the run): the SavedModel scores them as the run does (they no longer share the OOV
     row) and the ONNX export's vocabulary has them at their ids."""
@@ -127,7 +127,6 @@ def test_a_word_unseen_in_training_keeps_its_id_in_the_exports(exported, run):
     question = "Who was the ship named after ?"
     answers = [f"It was named for the {w} ." for w in UNSEEN]
     scores = run.score([question] * 2, answers)
-    loaded = tf.saved_model.load(str(exported / "1"))
     served = loaded.signatures["serving_default"](question=tf.constant([question] * 2), answer=tf.constant(answers))
     np.testing.assert_allclose(served["score"].numpy(), scores, rtol=1e-5, atol=1e-6)
     assert export.read_metadata(exported / "1")["vocab_size"] == run.preprocessor.vocab_size
