@@ -521,7 +521,8 @@ def load_run(run_dir, precision="float32") -> Run:
     Args:
         run_dir: the run folder.
         precision: what the model computes in (`keras_match.precision`): `"float32"` (the default, whatever the
-            run trained in: its `config.json` records that) or `"mixed_bfloat16"`.
+            run trained in: its `config.json` records that), `"mixed_bfloat16"`, or `"trained"`: what the run
+            trained in (the policy its model was saved with), so that it scores as its `metrics.json` says.
 
     Raises:
         FileNotFoundError: the folder holds no finished run (no trained model) or misses a file of its preprocessor
@@ -564,6 +565,8 @@ def load_run(run_dir, precision="float32") -> Run:
             f"{files.root / preprocessor.VOCABULARY_FILE} gives {preprocessor.vocab_size} token ids but the model's "
             f"embedding has {rows} rows: the vocabulary file is damaged or from another run; restore it or retrain "
             "the run")
+    if precision == "trained":
+        precision = precision_lib.of_model(model)
     return Run(model=precision_lib.convert(model, precision), preprocessor=preprocessor, config=config)
 
 

@@ -31,7 +31,7 @@ def majority(choices) -> np.ndarray:
     return result
 
 
-def vote(run_dirs, dataset, split="test", data_dir=None) -> dict:
+def vote(run_dirs, dataset, split="test", data_dir=None, precision="trained") -> dict:
     """Per-response and per-dialog accuracy of the majority choice of finished runs ("CARNN voting").
 
     Args:
@@ -40,6 +40,10 @@ def vote(run_dirs, dataset, split="test", data_dir=None) -> dict:
         dataset: a dataset name (`"dialog-babi-task6"`) or a loaded response-selection dataset.
         split: the split to score.
         data_dir: the data folder (for a dataset name).
+        precision: what each run computes in (`keras_match.artifacts.runs.load_run`): `"trained"` (the default:
+            what the run trained in, so each run's figures are those of its `metrics.json`; a run trained in
+            mixed bfloat16 scored in float32 chooses other responses in a few turns), `"float32"` or
+            `"mixed_bfloat16"`.
 
     Returns:
         `{"voting": figures, "runs": [figures of each run], "num_runs"}`, the figures those of
@@ -61,7 +65,7 @@ def vote(run_dirs, dataset, split="test", data_dir=None) -> dict:
     choices, each = [], []
     examples = None
     for run_dir in run_dirs:
-        run = runs.load_run(run_dir)
+        run = runs.load_run(run_dir, precision=precision)
         task = run.task
         task.check_split(data)
         examples, outputs = run.outputs(data)
