@@ -4,7 +4,8 @@ Each shipped preset must load in a fresh process with no data folder (no `$KERAS
 folder; the `glove` extra installed) and score its benchmark's test split with the figures its `metadata.json`
 records, to 1e-6 (the test split's texts come from the data folder of this process, which also computes the
 figures; the fresh process sees only the texts); its SavedModel and ONNX exports, written in that process, must
-give the Keras model's scores on the split's first `PARITY_ROWS` rows (the whole split for a smaller one); a
+give the Keras model's scores on `PARITY_ROWS` rows of the split spread over its text lengths, the shortest and
+the longest among them (`parity_rows`; the whole split for a smaller one); a
 damaged copy (a truncated weights file, a vocabulary of another size) must be refused in one line naming the file;
 the files must be in the package data and within the size limits (benchmarks/ship_presets.py: 8 MB a weights
 file, 40 MB in all).
@@ -34,10 +35,12 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 SHIPPED = presets.trained()
 MAX_WEIGHTS_BYTES = 8_000_000
 MAX_SHIPPED_BYTES = 40_000_000
-PARITY_ROWS = 256
-"""The exports score the test split's first rows, in 4 server batches of 64 (scoring whole splits three times made
-the grid model's SICK preset take 200 s; at 1,024 rows its ONNX Runtime Loop alone still took 87 s of the 207 on
-one core); the Keras model scores all of them for the figures."""
+PARITY_ROWS = 64
+"""The exports score this many rows of the test split in one server batch (`parity_rows`); the Keras model scores all
+of them for the figures. Scoring whole splits three times made the grid model's SICK preset take 200 s; the first
+256 rows, in 4 server batches of 64, then cost 2.4-3.3 s a batch through each export of a MiniLM preset (after the
+SavedModel's first call, 7-17 s, paid whatever the rows), about 20 s of its 170 (ctrn_minilm on a busy core). Rows spread over
+the text lengths test the truncation of the longest texts, which the first rows of a split need not reach."""
 
 pytestmark = pytest.mark.skipif(not SHIPPED, reason="the package ships no trained preset")
 
@@ -61,7 +64,7 @@ CHILD = textwrap.dedent(
     """
     import gc, json, pathlib, sys, time
     import numpy as np
-    PARITY_ROWS = int(sys.argv[1])  # the parent's: the exports score the split's first rows
+    PARITY_ROWS = int(sys.argv[1])  # the parent's; the rows themselves are in each preset's parity.json
     CHUNK = 64  # the exports score the split in batches: all of SemEval's 2,440 pairs in one ONNX Runtime call
     # took 12 GB (CTRN's 100-token inputs, 512 filters) and was killed for memory beside the rest of the suite;
     # batches of 256 SICK pairs (40 x 40 grids) through the LC-LSTMs Loop took this child to 12.3 GB, batches of
@@ -91,11 +94,12 @@ CHILD = textwrap.dedent(
         metadata = export.read_metadata(version)
         loaded = tf.saved_model.load(str(version))
         served_name = next(iter(metadata["outputs"]["serving_default"]))
-        count = min(PARITY_ROWS, len(next(iter(texts.values()))))
-        chunks = [slice(start, min(start + CHUNK, count)) for start in range(0, count, CHUNK)]  # a server's batches
+        rows = np.asarray(json.loads((texts_file.parent / "parity.json").read_text()), dtype=np.int64)
+        chunks = [rows[start:start + CHUNK] for start in range(0, len(rows), CHUNK)]  # a server's batches
         signature = loaded.signatures["serving_default"]
-        served = np.concatenate([signature(**{key: tf.constant(value[part]) for key, value in texts.items()})[
-            served_name].numpy() for part in chunks])
+        served = np.concatenate([signature(**{key: tf.constant(np.asarray(value, dtype=object)[part])
+                                              for key, value in texts.items()})[served_name].numpy()
+                                 for part in chunks])
         exported = time.time()
 
         converted = export.to_onnx(version)
@@ -148,7 +152,21 @@ def _write_texts(name, data_dir, work):
              else [list(map(str, row[:_last_text(row)])) for row in examples.texts[key]]
              for key, rank in inputs.items()}
     (work / "texts.json").write_text(json.dumps(texts), encoding="utf-8")
-    return {"name": name, "task": task, "examples": examples, "count": len(texts[next(iter(texts))]), "work": work}
+    rows = parity_rows(texts, PARITY_ROWS)
+    (work / "parity.json").write_text(json.dumps(rows.tolist()), encoding="utf-8")
+    return {"name": name, "task": task, "examples": examples, "count": len(texts[next(iter(texts))]), "work": work,
+            "parity_rows": rows}
+
+
+def parity_rows(texts, count):
+    """The `count` rows (indices, ascending) whose scores the exports are checked on: evenly spaced in the order of
+    the rows' text lengths (characters of all their texts), so the shortest and the longest row are among them;
+    every row when there are at most `count`."""
+    lengths = [sum(len(text) if isinstance(text, str) else sum(map(len, text)) for text in row)
+               for row in zip(*texts.values())]
+    order = np.argsort(lengths, kind="stable")
+    picked = order[np.unique(np.linspace(0, len(order) - 1, min(count, len(order))).round().astype(np.int64))]
+    return np.sort(picked)
 
 
 @pytest.fixture(scope="module")
@@ -216,7 +234,7 @@ def scored(request, fresh_process):
     names = json.loads((result["work"] / "result.json").read_text())
     return {"name": name, "task": result["task"], "examples": result["examples"], "outputs": outputs,
             "served_output": names["served_output"], "onnx_output": names["onnx_output"],
-            "head": _metadata(name)["head"], "count": result["count"]}
+            "head": _metadata(name)["head"], "count": result["count"], "parity_rows": result["parity_rows"]}
 
 
 def test_a_shipped_preset_scores_its_test_split_as_its_metadata_says_in_a_fresh_process(scored):
@@ -245,9 +263,10 @@ def test_the_saved_model_and_onnx_exports_of_a_shipped_preset_give_the_keras_sco
     served = np.asarray(task.serving_outputs(head, keras_outputs)[scored["served_output"]])
     converted = np.asarray(task.serving_outputs(head, keras_outputs, numeric_only=True)[scored["onnx_output"]])
     assert served.shape[0] == converted.shape[0] == scored["count"]
-    rows = len(scored["outputs"]["saved_model"])  # the exports scored the first PARITY_ROWS, Keras all of them
-    assert rows == len(scored["outputs"]["onnx"]) == min(PARITY_ROWS, scored["count"])
-    served, converted = served[:rows], converted[:rows]
+    rows = scored["parity_rows"]  # the exports scored these rows, Keras all of them
+    assert len(rows) == len(set(rows.tolist())) == min(PARITY_ROWS, scored["count"])
+    assert len(scored["outputs"]["saved_model"]) == len(scored["outputs"]["onnx"]) == len(rows)
+    served, converted = served[rows], converted[rows]
     # the SavedModel tokenizes in-graph (tf.string in), ONNX reads the same token ids as the Keras model
     np.testing.assert_allclose(scored["outputs"]["saved_model"], served, atol=1e-5, rtol=0)
     np.testing.assert_allclose(scored["outputs"]["onnx"], converted, atol=1e-4, rtol=0)  # to_onnx's own bound
@@ -277,6 +296,18 @@ def test_a_shipped_preset_is_complete_within_the_limits_and_says_what_made_it(na
     if not paper_row:
         note = zoo.describe(entry)["notes"]["reported"]
         assert card.count(no_figure + note) == 1, name
+
+
+def test_the_parity_rows_spread_over_the_text_lengths():
+    texts = {"question": ["q" * (i % 7) for i in range(300)], "answer": ["a" * ((i * 37) % 101) for i in range(300)]}
+    lengths = [len(q) + len(a) for q, a in zip(texts["question"], texts["answer"])]
+    rows = parity_rows(texts, 64)
+    assert len(rows) == len(set(rows.tolist())) == 64 and list(rows) == sorted(rows)
+    picked = sorted(lengths[row] for row in rows)
+    assert picked[0] == min(lengths) and picked[-1] == max(lengths)
+    assert np.median(picked) == pytest.approx(np.median(lengths), abs=10)  # spread, not the longest 64
+    dialog = {"history": [["hi"] * (i + 1) for i in range(5)], "candidate": ["x"] * 5}  # rank-2 rows count too
+    assert parity_rows(dialog, 2).tolist() == [0, 4] and parity_rows(dialog, 64).tolist() == [0, 1, 2, 3, 4]
 
 
 def test_every_file_of_the_shipped_presets_is_package_data():
