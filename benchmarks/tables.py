@@ -503,7 +503,50 @@ def _task6_variant(plan_folder, columns):
             continue
         difference, seeds = _paired(runs, baselines[row["model"]][1], figure="per_response_accuracy")
         lines.append(line(row["label"], values, runs, difference if seeds == "–" else f"{difference} ({seeds})"))
+    lines.extend(_task6_votes(plan_folder, variants, columns))
     return "\n".join(lines)
+
+
+def _task6_votes(plan_folder, variants, columns):
+    """The lines of a `_task6_variant` table for the CARNN votes of the plan's rows (benchmarks/dialog_vote.py,
+    `<plan_folder>/voting/s*.json`), after the presets' vote (`carnn_dialog_task6/voting/s*.json`), each vote's
+    test per-response accuracy minus the presets' vote of the same seed; none before a vote has run."""
+    from summarize import cell
+
+    votes = [_read_json(path) for path in sorted(RESULTS.glob(f"{plan_folder}/voting/s*.json"))]
+    if not votes:
+        return []
+    presets = [_read_json(path) for path in sorted(RESULTS.glob("carnn_dialog_task6/voting/s*.json"))]
+
+    def line(label, values, group, paired):
+        def figure(split, key):
+            return cell([v["splits"][split]["voting"][key] for v in group if split in v["splits"]], 3)
+
+        seeds = ", ".join(str(v["seed"]) for v in sorted(group, key=lambda v: str(v["seed"])))
+        return (f"| {label} | {' | '.join(map(str, values))} | {seeds} | {figure('dev', 'per_response_accuracy')} | "
+                f"{figure('test', 'per_response_accuracy')} | {figure('test', 'per_dialog_accuracy')} | {paired} | – | "
+                "– |")
+
+    def test(vote):
+        return vote["splits"]["test"]["voting"]["per_response_accuracy"]
+
+    lines = []
+    if presets:
+        lines.append(line("CARNN voting of the presets' rows", [preset for _, _, preset in columns], presets, "–"))
+    by_members = {}
+    for vote in votes:
+        by_members.setdefault(tuple(member["row"] for member in vote["members"]), []).append(vote)
+    for rows, group in by_members.items():
+        settings = variants[rows[0]][0].get("set", {})
+        label = "CARNN voting of rows " + ", ".join(str(row) for row in rows)
+        theirs = {v["seed"]: test(v) for v in presets}
+        differences = [(v["seed"], test(v) - theirs[v["seed"]]) for v in group if v["seed"] in theirs]
+        paired = "–"
+        if differences:
+            paired = f"{cell([d for _, d in differences], 3)} ({', '.join(str(seed) for seed, _ in differences)})"
+            paired = paired if paired.startswith("-") else "+" + paired
+        lines.append(line(label, [value(settings) for _, value, _ in columns], group, paired))
+    return lines
 
 
 def carnn_dialog_task6_history():
@@ -516,7 +559,8 @@ def carnn_dialog_task6_history():
 
 def carnn_dialog_task6_width():
     """Issue 58: nCARNN on dialog bAbI task 6 at the paper's width and between (`benchmarks/ablations/
-    carnn_dialog_task6_width.json`: 512 and 1,024 units) beside the presets' 256 (`_task6_variant`)."""
+    carnn_dialog_task6_width.json`: 512 and 1,024 units) beside the presets' 256 (`_task6_variant`), and the votes of
+    its 1,024-unit rows beside the presets' (`_task6_votes`)."""
     return _task6_variant("carnn_dialog_task6_width", [
         ("units", lambda settings: f"{settings.get('units', 256):,}", 256),
         ("precision", lambda settings: settings.get("precision", "float32"), "float32")])

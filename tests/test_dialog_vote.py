@@ -164,3 +164,22 @@ def test_a_variant_row_is_paired_with_the_presets_row_of_its_own_model(ablation,
     assert [line.split(" | ")[0] for line in lines[2:]] == ["| carnn_dialog_i", "| carnn_dialog_s", "| s wide",
                                                             "| i wide"]
     assert f"| +0.250 ({SEED}) |" in lines[4] and f"| +0.125 ({SEED}) |" in lines[5]
+    # the votes: the presets' vote of the seed, then each vote of the plan's rows against it, paired by seed
+    module = benchmark_module("dialog_vote")
+    out = ablation["out"]
+    if not module.voting_path(out, SEED).exists():
+        module.vote_seed(ablation["plan"], out, out / "runs", SEED, ["dev", "test"], dataset=ablation["dataset"])
+    presets_vote = json.loads(module.voting_path(out, SEED).read_text())
+    wide_vote = json.loads(json.dumps(presets_vote))
+    wide_vote["members"] = [dict(member, row=row) for row, member in zip([1, 0], wide_vote["members"])]
+    wide_vote["splits"]["test"]["voting"]["per_response_accuracy"] += 0.125
+    for folder, written_vote in (("carnn_dialog_task6", presets_vote), ("width", wide_vote)):
+        (results / folder / "voting").mkdir()
+        (results / folder / "voting" / f"s{SEED}.json").write_text(json.dumps(written_vote))
+    lines = tables._task6_variant("width", [("units", lambda s: s.get("units", 256), 256)]).splitlines()
+    assert len(lines) == 2 + 4 + 2
+    test_figure = presets_vote["splits"]["test"]["voting"]["per_response_accuracy"]
+    assert lines[6].startswith(f"| CARNN voting of the presets' rows | 256 | {SEED} |")
+    assert f"| {test_figure:.3f} |" in lines[6] and lines[6].endswith("| – | – | – |")
+    assert lines[7].startswith(f"| CARNN voting of rows 1, 0 | 1024 | {SEED} |")  # the first row's settings
+    assert f"| {test_figure + 0.125:.3f} |" in lines[7] and f"| +0.125 ({SEED}) | – | – |" in lines[7]

@@ -50,7 +50,7 @@ def test_vote_of_finished_runs(data_dir, tmp_path):
 
 def test_a_run_trained_in_mixed_bfloat16_votes_in_it_and_scores_as_its_metrics_say(data_dir, tmp_path, monkeypatch):
     """The vote scores each run in the precision it trained in (`precision="trained"`): a 1,024-unit nCARNN run of
-    task 6 trained in mixed bfloat16 and scored in float32 chose other responses in 2 of 4,159 dev turns (0.580188
+    task 6 trained in mixed bfloat16 and scored in float32 got 2 fewer of the 4,159 dev turns right (0.580188
     against its 0.580668), so benchmarks/dialog_vote.py refused it as not the run of its result file."""
     import dataclasses
     import json
