@@ -120,14 +120,39 @@ LOADER = textwrap.dedent(
 )
 
 
-def test_a_fresh_process_without_the_data_scores_exactly_as_the_run(preset, run, tmp_path):
+def _card_code(preset_dir):
+    """The Python block of a preset's model card."""
+    return (pathlib.Path(preset_dir) / "README.md").read_text(encoding="utf-8").split("```python\n", 1)[1] \
+        .split("```", 1)[0]
+
+
+@pytest.fixture(scope="module")
+def fresh_process(preset, tmp_path_factory):
+    """ONE new Python, without the data (no `$KERAS_MATCH_DATA`, `HOME` a new empty folder), runs the preset's model
+    card code as written (its first line `import keras_match`, nothing else imported before it) and prints its
+    `scores` and `order`, then runs `LOADER` (scores, a ranking and `keras-match predict --preset`): its
+    `returncode`, `stderr`, the card's output and the stdout lines after it. One process for both tests:
+    TensorFlow is imported once, not twice."""
+    home = tmp_path_factory.mktemp("fresh")
+    script = home / "card.py"
+    script.write_text(_card_code(preset).replace("PATH", repr(str(preset)))
+                      + "\nimport json\nprint('CARD', json.dumps([scores.tolist(), order.tolist()]), flush=True)\n"
+                      + LOADER, encoding="utf-8")
     env = {key: value for key, value in os.environ.items()
            if key not in ("KERAS_MATCH_DATA", "KERAS_MATCH_EMBEDDINGS")}
-    env.update(HOME=str(tmp_path), TF_CPP_MIN_LOG_LEVEL="3")  # no user cache of benchmarks either
-    result = subprocess.run([sys.executable, "-c", LOADER, str(preset), json.dumps(QUESTIONS), json.dumps(ANSWERS)],
-                            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
-    first, *predicted = result.stdout.splitlines()
+    env.update(HOME=str(home), TF_CPP_MIN_LOG_LEVEL="3")  # no user cache of benchmarks either
+    done = subprocess.run([sys.executable, str(script), str(preset), json.dumps(QUESTIONS), json.dumps(ANSWERS)],
+                          capture_output=True, text=True, env=env, cwd=home, timeout=600)
+    lines = done.stdout.splitlines()
+    card = next((number for number, line in enumerate(lines) if line.startswith("CARD ")), None)
+    return {"returncode": done.returncode, "stderr": done.stderr,
+            "card": None if card is None else json.loads(lines[card][len("CARD "):]),
+            "lines": [] if card is None else lines[card + 1:]}
+
+
+def test_a_fresh_process_without_the_data_scores_exactly_as_the_run(fresh_process, run):
+    assert fresh_process["returncode"] == 0, fresh_process["stderr"][-3000:]
+    first, *predicted = fresh_process["lines"]
     got = json.loads(first)
     np.testing.assert_allclose(got["scores"], run.score(QUESTIONS, ANSWERS), atol=1e-6, rtol=0)
     expected = run.score([QUESTIONS[0]] * len(ANSWERS), ANSWERS)
@@ -169,24 +194,14 @@ def test_a_classifier_gives_probabilities_by_label_name(run):
         classifier.rank("q", ["a"])
 
 
-def _card_code(preset_dir):
-    """The Python block of a preset's model card."""
-    return (pathlib.Path(preset_dir) / "README.md").read_text(encoding="utf-8").split("```python\n", 1)[1] \
-        .split("```", 1)[0]
-
-
-def test_the_model_cards_code_runs_as_written_in_a_fresh_process(preset, preset_run, tmp_path):
-    """`import keras_match`, `keras_match.artifacts.presets.load_preset(PATH)` and the task's lines, run by a new Python: the
-    card once named a submodule that `import keras_match` did not give."""
+def test_the_model_cards_code_runs_as_written_in_a_fresh_process(preset, preset_run, fresh_process):
+    """`import keras_match`, `keras_match.artifacts.presets.load_preset(PATH)` and the task's lines, run by a new
+    Python (`fresh_process`, before anything else): the card once named a submodule that `import keras_match` did
+    not give."""
     code = _card_code(preset)
     assert "run.rank(" in code and "PATH" in code
-    script = tmp_path / "card.py"
-    script.write_text(code.replace("PATH", repr(str(preset)))
-                      + "\nimport json\nprint(json.dumps([scores.tolist(), order.tolist()]))\n", encoding="utf-8")
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "KERAS_MATCH_DATA": str(tmp_path / "no-data")})
-    assert done.returncode == 0, done.stderr[-2000:]
-    scores, order = json.loads(done.stdout.strip().splitlines()[-1])
+    assert fresh_process["returncode"] == 0, fresh_process["stderr"][-2000:]
+    scores, order = fresh_process["card"]
     expected = preset_run.rank("who wrote hamlet ?", ["Shakespeare wrote Hamlet .", "Teapots are made of clay ."])
     np.testing.assert_allclose(scores, expected.scores, rtol=0, atol=1e-6)
     assert order == expected.order.tolist()
