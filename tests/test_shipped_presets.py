@@ -36,11 +36,11 @@ SHIPPED = presets.trained()
 MAX_WEIGHTS_BYTES = 8_000_000
 MAX_SHIPPED_BYTES = 40_000_000
 PARITY_ROWS = 64
-"""The exports score this many rows of the test split in one server batch (`parity_rows`); the Keras model scores all
-of them for the figures. Scoring whole splits three times made the grid model's SICK preset take 200 s; the first
-256 rows, in 4 server batches of 64, then cost 2.4-3.3 s a batch through each export of a MiniLM preset (after the
-SavedModel's first call, 7-17 s, paid whatever the rows), about 20 s of its 170 (ctrn_minilm on a busy core). Rows spread over
-the text lengths test the truncation of the longest texts, which the first rows of a split need not reach."""
+"""The exports score this many rows of the test split in one server batch (`parity_rows`); the Keras model scores all of
+them for the figures. Scoring whole splits three times made the grid model's SICK preset take 200 s; the first 256 rows,
+in 4 server batches of 64, then cost 2.4-3.3 s a batch through each export of a MiniLM preset after the SavedModel's
+first call (17 s, paid whatever the rows): about 17 s of ctrn_minilm's 174 s on a busy core. Rows spread over the text
+lengths test the truncation of the longest texts, which the first rows of a split need not reach."""
 
 pytestmark = pytest.mark.skipif(not SHIPPED, reason="the package ships no trained preset")
 
