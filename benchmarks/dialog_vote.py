@@ -143,7 +143,7 @@ def main(argv=None) -> int:
                 report[str(seed)] = done
                 continue
             report[str(seed)] = vote_seed(plan, args.out, runs_dir, seed, args.splits, data_dir=args.data_dir,
-                                          rows=args.rows)
+                                          rows=wanted)
         except VoteError as error:
             missing[str(seed)] = str(error)
             print(f"[vote] seed {seed} not scored: {error}", file=sys.stderr, flush=True)
