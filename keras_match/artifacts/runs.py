@@ -172,8 +172,7 @@ def read_config(path, remedy="") -> dict:
     existed gets `"history_cut": "oldest"` (the only cut then). The first layout kept the resolved preset as
     `preset` (truncation lengths, vocabulary settings and, at its top level, the pair features among the training
     settings), the task as a word with `label_names` and `no_positive_rule` beside it, and copies of the
-    truncation lengths and pair features at the top level. Its settings are sorted into today's sections by
-    name.
+    truncation lengths and pair features at the top level. Its settings are sorted into today's sections by name.
 
     Raises:
         DamagedRunError: the file is not valid JSON (the message names it and `remedy`).
@@ -521,8 +520,7 @@ def load_run(run_dir, precision="float32") -> Run:
     Args:
         run_dir: the run folder.
         precision: what the model computes in (`keras_match.precision`): `"float32"` (the default, whatever the
-            run trained in: its `config.json` records that), `"mixed_bfloat16"`, or `"trained"`: what the run
-            trained in (the policy its model was saved with), so that it scores as its `metrics.json` says.
+            run trained in), `"mixed_bfloat16"`, or `"trained"`: what the run trained in (its saved policy).
 
     Raises:
         FileNotFoundError: the folder holds no finished run (no trained model) or misses a file of its preprocessor
@@ -565,8 +563,7 @@ def load_run(run_dir, precision="float32") -> Run:
             f"{files.root / preprocessor.VOCABULARY_FILE} gives {preprocessor.vocab_size} token ids but the model's "
             f"embedding has {rows} rows: the vocabulary file is damaged or from another run; restore it or retrain "
             "the run")
-    if precision == "trained":
-        precision = precision_lib.of_model(model)
+    precision = precision_lib.of_model(model) if precision == "trained" else precision
     return Run(model=precision_lib.convert(model, precision), preprocessor=preprocessor, config=config)
 
 

@@ -55,7 +55,8 @@ def test_a_run_trained_in_mixed_bfloat16_votes_in_it_and_scores_as_its_metrics_s
     import dataclasses
     import json
 
-    from keras_match import precision, train
+    from keras_match import precision as precision_lib
+    from keras_match import train
     from keras_match.artifacts import runs
     from keras_match.datasets import load
     from keras_match.models.carnn_dialog import vote
@@ -66,15 +67,15 @@ def test_a_run_trained_in_mixed_bfloat16_votes_in_it_and_scores_as_its_metrics_s
     run_dir = tmp_path / "bf16"
     train("carnn_dialog_n", dataset, embeddings_path=None, run_dir=run_dir, epochs=1, seed=3, verbose=0, units=8,
           batch_size=16, precision="mixed_bfloat16")
-    assert precision.of_model(runs.load_run(run_dir, precision="trained").model) == "mixed_bfloat16"
-    assert precision.of_model(runs.load_run(run_dir).model) == "float32"  # load_run's default is unchanged
+    assert precision_lib.of_model(runs.load_run(run_dir, precision="trained").model) == "mixed_bfloat16"
+    assert precision_lib.of_model(runs.load_run(run_dir).model) == "float32"  # load_run's default is unchanged
 
     computed_in = []
     load_run = runs.load_run
 
     def recording(path, precision="float32"):
         run = load_run(path, precision=precision)
-        computed_in.append(precision.of_model(run.model))
+        computed_in.append(precision_lib.of_model(run.model))
         return run
 
     monkeypatch.setattr(runs, "load_run", recording)
