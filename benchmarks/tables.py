@@ -510,42 +510,34 @@ def _task6_variant(plan_folder, columns):
 def _task6_votes(plan_folder, variants, columns):
     """The lines of a `_task6_variant` table for the CARNN votes of the plan's rows (benchmarks/dialog_vote.py,
     `<plan_folder>/voting/s*.json`), after the presets' vote (`carnn_dialog_task6/voting/s*.json`), each vote's
-    test per-response accuracy minus the presets' vote of the same seed; none before a vote has run."""
-    from summarize import cell
+    test per-response accuracy minus the presets' vote of the same seed; none before a vote has run. Each vote is
+    read as a run of its seed whose figures are the vote's, so the run cells (`_mean`, `_paired`) serve it."""
 
-    votes = [_read_json(path) for path in sorted(RESULTS.glob(f"{plan_folder}/voting/s*.json"))]
+    def as_runs(folder):
+        votes = [_read_json(path) for path in sorted(RESULTS.glob(f"{folder}/voting/s*.json"))]
+        return [dict({split: scored["voting"] for split, scored in vote["splits"].items()}, seed=vote["seed"],
+                     rows=tuple(member["row"] for member in vote["members"])) for vote in votes]
+
+    def line(label, values, runs, paired):
+        return (f"| {label} | {' | '.join(map(str, values))} | {_seeds(runs)} | "
+                f"{_mean(runs, 'dev', 'per_response_accuracy')} | {_mean(runs, 'test', 'per_response_accuracy')} | "
+                f"{_mean(runs, 'test', 'per_dialog_accuracy')} | {paired} | – | – |")
+
+    votes = as_runs(plan_folder)
     if not votes:
         return []
-    presets = [_read_json(path) for path in sorted(RESULTS.glob("carnn_dialog_task6/voting/s*.json"))]
-
-    def line(label, values, group, paired):
-        def figure(split, key):
-            return cell([v["splits"][split]["voting"][key] for v in group if split in v["splits"]], 3)
-
-        seeds = ", ".join(str(v["seed"]) for v in sorted(group, key=lambda v: str(v["seed"])))
-        return (f"| {label} | {' | '.join(map(str, values))} | {seeds} | {figure('dev', 'per_response_accuracy')} | "
-                f"{figure('test', 'per_response_accuracy')} | {figure('test', 'per_dialog_accuracy')} | {paired} | – | "
-                "– |")
-
-    def test(vote):
-        return vote["splits"]["test"]["voting"]["per_response_accuracy"]
-
-    lines = []
-    if presets:
-        lines.append(line("CARNN voting of the presets' rows", [preset for _, _, preset in columns], presets, "–"))
+    presets = as_runs("carnn_dialog_task6")
+    lines = [line("CARNN voting of the presets' rows", [preset for _, _, preset in columns], presets, "–")] \
+        if presets else []
     by_members = {}
     for vote in votes:
-        by_members.setdefault(tuple(member["row"] for member in vote["members"]), []).append(vote)
+        by_members.setdefault(vote["rows"], []).append(vote)
     for rows, group in by_members.items():
         settings = variants[rows[0]][0].get("set", {})
-        label = "CARNN voting of rows " + ", ".join(str(row) for row in rows)
-        theirs = {v["seed"]: test(v) for v in presets}
-        differences = [(v["seed"], test(v) - theirs[v["seed"]]) for v in group if v["seed"] in theirs]
-        paired = "–"
-        if differences:
-            paired = f"{cell([d for _, d in differences], 3)} ({', '.join(str(seed) for seed, _ in differences)})"
-            paired = paired if paired.startswith("-") else "+" + paired
-        lines.append(line(label, [value(settings) for _, value, _ in columns], group, paired))
+        difference, seeds = _paired(group, presets, figure="per_response_accuracy")
+        lines.append(line("CARNN voting of rows " + ", ".join(map(str, rows)),
+                          [value(settings) for _, value, _ in columns], group,
+                          difference if seeds == "–" else f"{difference} ({seeds})"))
     return lines
 
 
