@@ -470,14 +470,24 @@ def carnn_dialog_history():
     return "\n".join(lines)
 
 
+def _task6_line(label, values, runs, paired):
+    """A row of `_task6_variant`'s table: the runs' figures, `paired` (its difference cell), and their epochs and
+    wall time ("–" for a vote, which trains nothing)."""
+    from summarize import cell
+
+    trained = all("epochs_run" in r for r in runs)
+    return (f"| {label} | {' | '.join(map(str, values))} | {_seeds(runs)} | "
+            f"{_mean(runs, 'dev', 'per_response_accuracy')} | {_mean(runs, 'test', 'per_response_accuracy')} | "
+            f"{_mean(runs, 'test', 'per_dialog_accuracy')} | {paired} | "
+            + (f"{cell([r['epochs_run'] for r in runs], 1)} | {_wall(runs)} |" if trained else "– | – |"))
+
+
 def _task6_variant(plan_folder, columns):
     """Issue 58's CARNN rows on dialog bAbI task 6 that change one thing (`benchmarks/ablations/<plan_folder>.json`),
     beside the rows of `carnn_dialog_task6.json` (the presets: the same entries, settings and seeds) of the models
     the plan trains, with each row's test per-response accuracy minus that of the presets' row of its model, paired
     by seed. `columns`: (heading, the row's value from its `set` settings, the presets' value) for the settings the
     plan changes."""
-    from summarize import cell
-
     variants = _plan_row_groups(plan_folder)
     models = {row["model"] for row, _ in variants}
     baselines = {row["model"]: (row, _row_runs(groups)) for row, groups in _plan_row_groups("carnn_dialog_task6")
@@ -487,22 +497,16 @@ def _task6_variant(plan_folder, columns):
              "test per-response minus the presets (paired seeds) | epochs | wall s |",
              "|---|" + "---|" * (len(columns) + 7)]
 
-    def line(label, values, runs, paired):
-        return (f"| {label} | {' | '.join(map(str, values))} | {_seeds(runs)} | "
-                f"{_mean(runs, 'dev', 'per_response_accuracy')} | {_mean(runs, 'test', 'per_response_accuracy')} | "
-                f"{_mean(runs, 'test', 'per_dialog_accuracy')} | {paired} | "
-                f"{cell([r['epochs_run'] for r in runs], 1)} | {_wall(runs)} |")
-
     for row, base_runs in baselines.values():
-        lines.append(line(row["label"], [preset for _, _, preset in columns], base_runs, "–"))
+        lines.append(_task6_line(row["label"], [preset for _, _, preset in columns], base_runs, "–"))
     for row, groups in variants:
         values = [value(row.get("set", {})) for _, value, _ in columns]
         runs = _row_runs(groups)
         if not runs:
             lines.append(f"| {row['label']} | {' | '.join(map(str, values))} | not run yet |" + " – |" * 6)
             continue
-        difference, seeds = _paired(runs, baselines[row["model"]][1], figure="per_response_accuracy")
-        lines.append(line(row["label"], values, runs, difference if seeds == "–" else f"{difference} ({seeds})"))
+        lines.append(_task6_line(row["label"], values, runs,
+                                 _paired_cell(runs, baselines[row["model"]][1], figure="per_response_accuracy")))
     lines.extend(_task6_votes(plan_folder, variants, columns))
     return "\n".join(lines)
 
@@ -518,26 +522,20 @@ def _task6_votes(plan_folder, variants, columns):
         return [dict({split: scored["voting"] for split, scored in vote["splits"].items()}, seed=vote["seed"],
                      rows=tuple(member["row"] for member in vote["members"])) for vote in votes]
 
-    def line(label, values, runs, paired):
-        return (f"| {label} | {' | '.join(map(str, values))} | {_seeds(runs)} | "
-                f"{_mean(runs, 'dev', 'per_response_accuracy')} | {_mean(runs, 'test', 'per_response_accuracy')} | "
-                f"{_mean(runs, 'test', 'per_dialog_accuracy')} | {paired} | – | – |")
-
     votes = as_runs(plan_folder)
     if not votes:
         return []
     presets = as_runs("carnn_dialog_task6")
-    lines = [line("CARNN voting of the presets' rows", [preset for _, _, preset in columns], presets, "–")] \
+    lines = [_task6_line("CARNN voting of the presets' rows", [preset for _, _, preset in columns], presets, "–")] \
         if presets else []
     by_members = {}
     for vote in votes:
         by_members.setdefault(vote["rows"], []).append(vote)
     for rows, group in by_members.items():
         settings = variants[rows[0]][0].get("set", {})
-        difference, seeds = _paired(group, presets, figure="per_response_accuracy")
-        lines.append(line("CARNN voting of rows " + ", ".join(map(str, rows)),
-                          [value(settings) for _, value, _ in columns], group,
-                          difference if seeds == "–" else f"{difference} ({seeds})"))
+        lines.append(_task6_line("CARNN voting of rows " + ", ".join(map(str, rows)),
+                                 [value(settings) for _, value, _ in columns], group,
+                                 _paired_cell(group, presets, figure="per_response_accuracy")))
     return lines
 
 
@@ -692,8 +690,8 @@ def _rate_grid(grid_plan, baseline_plan, baseline_rate, paired_figure, columns, 
             if not runs:
                 lines.append(f"| `{model}` | {dataset} | {rate} | not run yet |" + " – |" * (len(columns) + 3))
                 continue
-            difference, seeds = _paired(runs, baselines.get(entry, []), figure=paired_figure)
-            lines.append(line(model, dataset, rate, runs, difference if seeds == "–" else f"{difference} ({seeds})"))
+            lines.append(line(model, dataset, rate, runs, _paired_cell(runs, baselines.get(entry, []),
+                                                                      figure=paired_figure)))
     return "\n".join(lines)
 
 
@@ -888,6 +886,12 @@ def _paired(runs, baseline, split="test", figure="map"):
     values = [d for _, d in differences]
     spread = f" ± {statistics.stdev(values):.3f}" if len(values) > 1 else ""
     return f"{statistics.mean(values):+.3f}{spread}", ", ".join(str(seed) for seed, _ in differences)
+
+
+def _paired_cell(runs, baseline, **figure):
+    """`_paired` as one table cell: the difference with its seeds in brackets, "–" without a common seed."""
+    difference, seeds = _paired(runs, baseline, **figure)
+    return difference if seeds == "–" else f"{difference} ({seeds})"
 
 
 def _plan(name):
