@@ -37,7 +37,8 @@ MAX_WEIGHTS_BYTES = 8_000_000
 MAX_SHIPPED_BYTES = 40_000_000
 FRESH_PROCESS_SECONDS = 1800
 """How long the fresh process may take for every shipped preset (525 s on a quiet 2-core machine,
-`benchmarks/results/suite_durations/97b2af0.json`: the slowest test of the suite); past it the process is killed and every preset's test fails saying so."""
+`benchmarks/results/suite_durations/97b2af0.json`: the slowest test of the suite); past it the process is killed
+and every preset's test fails saying so."""
 PARITY_ROWS = 64
 """The exports score this many rows of the test split in one server batch (`parity_rows`); the Keras model scores all of
 them for the figures. Scoring whole splits three times made the grid model's SICK preset take 200 s; the first 256 rows,
@@ -227,11 +228,10 @@ def scored(request, fresh_process):
     and converted in a fresh process without the data."""
     name = request.param
     result = fresh_process[name]()
-    finished_here = "had" if (result["work"] / "result.json").exists() else "had not"
-    assert not result["timed_out"], (
+    assert not result["timed_out"], (  # the message, and its look at result.json, only when it fails
         f"{name}: the fresh process of the shipped presets was killed after {FRESH_PROCESS_SECONDS} s "
-        f"(FRESH_PROCESS_SECONDS); it {finished_here} finished this preset. Other work running beside the suite "
-        f"can make it that slow: run the suite on a quiet machine")
+        f"(FRESH_PROCESS_SECONDS); it had{'' if (result['work'] / 'result.json').exists() else ' not'} finished "
+        f"this preset. Other work running beside the suite can make it that slow: run the suite on a quiet machine")
     assert result["returncode"] == 0, result["stderr"][-3000:]
     error = result["work"] / "error.txt"
     assert not error.exists(), error.read_text(encoding="utf-8")[-3000:]
