@@ -556,6 +556,14 @@ def carnn_dialog_task6_width():
         ("precision", lambda settings: settings.get("precision", "float32"), "float32")])
 
 
+def carnn_dialog_task6_lr():
+    """Issue 58: nCARNN on dialog bAbI task 6 at the search space's other learning rates (`benchmarks/ablations/
+    carnn_dialog_task6_lr.json`: 5e-4 and 3e-4, an epoch cap of 40) beside the presets' 1e-3 (`_task6_variant`)."""
+    return _task6_variant("carnn_dialog_task6_lr", [
+        ("learning rate", lambda settings: f"{settings.get('learning_rate', 0.001):g}", "0.001"),
+        ("epoch cap", lambda settings: settings.get("epochs", 30), 30)])
+
+
 def carnn_dialog_units():
     """Issue 58: one training step of `carnn_dialog_n` on dialog bAbI task 6's real batches at 256, 512 and 1,024
     units, in float32 and mixed bfloat16 (benchmarks/precision.py `--set units=N`,
@@ -1147,6 +1155,7 @@ TABLES = {
     "carnn-dialog-history-lengths": carnn_dialog_history_lengths,
     "carnn-dialog-task6-history": carnn_dialog_task6_history,
     "carnn-dialog-task6-width": carnn_dialog_task6_width,
+    "carnn-dialog-task6-lr": carnn_dialog_task6_lr,
     "coupled-lstm-sick-lr": coupled_lstm_sick_lr,
     "coupled-lstm-ranking-lr": coupled_lstm_ranking_lr,
     "carnn-dialog-units": carnn_dialog_units,
