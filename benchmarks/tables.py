@@ -564,6 +564,95 @@ def carnn_dialog_task6_lr():
         ("epoch cap", lambda settings: settings.get("epochs", 30), 30)])
 
 
+GRID_DEFAULTS = {"training.precision": "float32", "preprocessing.history_cut": "oldest"}
+"""Settings a result file written before they existed did not record, at the value every run had then."""
+GRID_IGNORED = ("training.epochs", "training.state_cache")
+"""Settings that do not make two trials differ: the epoch cap (a run that stopped on patience before its cap is
+the run of any higher cap) and the backbone state cache (a dialog entry has no backbone)."""
+
+
+def _trial_settings(run):
+    """A run's settings (its provenance's `settings`) as `{"section.key": value}`, `GRID_DEFAULTS` filled in,
+    `GRID_IGNORED` and unset (None) settings left out (a file written before a setting existed does not hold it)."""
+    recorded = (run.get("provenance") or {}).get("settings") or {}
+    flat = dict(GRID_DEFAULTS)
+    flat.update({f"{section}.{key}": value for section, values in recorded.items() if isinstance(values, dict)
+                 for key, value in values.items()})
+    return {key: value for key, value in flat.items() if key not in GRID_IGNORED and value is not None}
+
+
+def _grid_trial(row, seed, base, folders):
+    """The run of a grid row trained by another plan (`folders`: their result folders): the run of the row's model
+    and `seed` whose settings are the presets' run's (`base`, `_trial_settings`) with the row's `set` in place, and
+    which stopped on patience before its own epoch cap (so a higher cap would not have changed it). `(path, run)`,
+    or None.
+
+    Raises:
+        TableError: a `set` key the presets' settings do not hold once, or two runs that match.
+    """
+    expected = dict(base)
+    for key, value in row.get("set", {}).items():
+        if key == "epochs":
+            continue
+        names = [name for name in expected if name.split(".", 1)[1] == key]
+        if len(names) != 1:
+            raise TableError(f"{row['label']}: the setting {key!r} is not once in the presets' run's settings")
+        expected[names[0]] = value
+    found = []
+    for folder in folders:
+        for path in sorted(RESULTS.glob(f"{folder}/*-s{seed}.json")):
+            for run in _read(path).get(row["model"], {}).get("runs", []):
+                cap = (run["provenance"].get("settings") or {}).get("training", {}).get("epochs")
+                if run["seed"] == seed and _trial_settings(run) == expected and cap and run["epochs_run"] < cap:
+                    found.append((path, run))
+    if len(found) > 1:
+        raise TableError(f"{row['label']}: {len(found)} runs of other plans have its settings: "
+                         f"{[str(path.relative_to(RESULTS)) for path, _ in found]}")
+    return found[0] if found else None
+
+
+def carnn_dialog_task6_grid():
+    """Issue 58: the search space `tuning/carnn_dialog.json` for nCARNN on dialog bAbI task 6, one trial per
+    combination on one seed (`benchmarks/ablations/carnn_dialog_task6_grid.json`), in the space's order. A
+    combination another task 6 plan has trained with the same settings (`_grid_trial`) is read from that plan's
+    file, named in the last column. The finished trial with the highest dev per-response accuracy is marked
+    "chosen on dev" ("best so far" while trials are left)."""
+    plan = _plan("carnn_dialog_task6_grid")
+    seed = plan["seeds"][0]
+    folders = sorted(path.name for path in RESULTS.glob("carnn_dialog_task6*") if path.is_dir()
+                     and path.name != "carnn_dialog_task6_grid")
+    bases = {row["model"]: runs for row, groups in _plan_row_groups("carnn_dialog_task6")
+             for runs in [[run for run in _row_runs(groups) if run["seed"] == seed]] if runs}
+    trials = []
+    for number, (row, groups) in enumerate(_plan_row_groups("carnn_dialog_task6_grid")):
+        runs = _row_runs(groups)
+        if runs:
+            trials.append((row, runs[0], f"carnn_dialog_task6_grid/{number:02d}-s{seed}.json"))
+            continue
+        if row["model"] not in bases:
+            raise TableError(f"{row['label']}: no presets' run of {row['model']} at seed {seed} in "
+                             "carnn_dialog_task6/")
+        other = _grid_trial(row, seed, _trial_settings(bases[row["model"]][0]), folders)
+        trials.append((row, other[1], str(other[0].relative_to(RESULTS))) if other else (row, None, None))
+    finished = [run for _, run, _ in trials if run is not None]
+    best = max(finished, key=lambda run: run["dev"]["per_response_accuracy"]) if finished else None
+    mark = "chosen on dev" if len(finished) == len(trials) else "best so far"
+    lines = ["| learning rate | units | max_turns | precision | dev per-response | test per-response | "
+             "test per-dialog | best epoch / epochs | result file |", "|---|---|---|---|---|---|---|---|---|"]
+    for row, run, path in trials:
+        settings = row["set"]
+        values = (f"{settings['learning_rate']:g} | {settings['units']:,} | {settings['max_turns']} | "
+                  f"{settings['precision']}")
+        if run is None:
+            lines.append(f"| {values} | not run yet | – | – | – | – |")
+            continue
+        dev = f"{run['dev']['per_response_accuracy']:.3f}" + (f" ({mark})" if run is best else "")
+        lines.append(f"| {values} | {dev} | {run['test']['per_response_accuracy']:.3f} | "
+                     f"{run['test']['per_dialog_accuracy']:.3f} | {run['best_epoch']} / {run['epochs_run']} | "
+                     f"`{path}` |")
+    return "\n".join(lines)
+
+
 def carnn_dialog_units():
     """Issue 58: one training step of `carnn_dialog_n` on dialog bAbI task 6's real batches at 256, 512 and 1,024
     units, in float32 and mixed bfloat16 (benchmarks/precision.py `--set units=N`,
@@ -1156,6 +1245,7 @@ TABLES = {
     "carnn-dialog-task6-history": carnn_dialog_task6_history,
     "carnn-dialog-task6-width": carnn_dialog_task6_width,
     "carnn-dialog-task6-lr": carnn_dialog_task6_lr,
+    "carnn-dialog-task6-grid": carnn_dialog_task6_grid,
     "coupled-lstm-sick-lr": coupled_lstm_sick_lr,
     "coupled-lstm-ranking-lr": coupled_lstm_ranking_lr,
     "carnn-dialog-units": carnn_dialog_units,

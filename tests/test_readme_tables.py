@@ -330,3 +330,66 @@ def test_a_classifier_row_of_the_speed_table_shows_its_pairs_latency_and_no_rank
     cells = line.split(" | ")
     assert cells[3:6] == ["2.5", "0.5", "2.0"]
     assert cells[8:11] == ["– (a classifier)", "12 / 32", "3588 |"]
+
+
+def test_the_task6_grid_reads_a_combination_another_plan_trained_only_where_its_settings_and_stop_are_the_same(
+        tmp_path, monkeypatch):
+    """`carnn-dialog-task6-grid` (issue 58's search over `tuning/carnn_dialog.json`, one seed): a combination with no
+    result file of the grid's own is read from another task 6 plan's run of the same entry and seed whose settings
+    are the presets' with the combination's in place and which stopped on patience before its epoch cap; a run that
+    reached its cap, or differs in one setting, is not it; two such runs are refused; the best finished trial on dev
+    is "best so far" until every combination has a result, then "chosen on dev"."""
+    import shutil
+
+    module = _tables()
+    results = REPO / "benchmarks" / "results"
+    for folder in ("carnn_dialog_task6", "carnn_dialog_task6_width", "carnn_dialog_task6_lr"):
+        shutil.copytree(results / folder, tmp_path / folder, ignore=shutil.ignore_patterns("voting", "history"))
+    monkeypatch.setattr(module, "RESULTS", tmp_path)
+    plan = json.loads((REPO / "benchmarks" / "ablations" / "carnn_dialog_task6_grid.json").read_text())
+    assert len(plan["rows"]) == 18 and plan["seeds"] == [1234]
+
+    def rows():
+        lines = module.carnn_dialog_task6_grid().splitlines()[2:]
+        assert len(lines) == 18
+        return [line.split(" | ") for line in lines]
+
+    def edit(path, change):
+        result = json.loads(path.read_text())
+        change(next(iter(result.values()))["runs"][0])
+        path.write_text(json.dumps(result))
+
+    table = rows()
+    taken = {number: cells[-1] for number, cells in enumerate(table) if "not run yet" not in cells}
+    assert taken == {1: "`carnn_dialog_task6/00-s1234.json` |", 3: "`carnn_dialog_task6_width/00-s1234.json` |",
+                     5: "`carnn_dialog_task6_width/01-s1234.json` |", 7: "`carnn_dialog_task6_lr/00-s1234.json` |"}
+    width = json.loads((tmp_path / "carnn_dialog_task6_width" / "01-s1234.json").read_text())
+    best_dev = width["carnn_dialog_n"]["runs"][0]["dev"]["per_response_accuracy"]
+    assert table[5][4] == f"{best_dev:.3f} (best so far)"  # the 1,024-unit run has the highest dev of the four
+
+    # a run that reached its epoch cap might have gone on under the grid's cap of 40; one setting apart is another trial
+    edit(tmp_path / "carnn_dialog_task6_width" / "00-s1234.json", lambda run: run.update(epochs_run=30))
+    edit(tmp_path / "carnn_dialog_task6_lr" / "00-s1234.json",
+         lambda run: run["provenance"]["settings"]["training"].update(batch_size=64))
+    table = rows()
+    assert "not run yet" in table[3] and "not run yet" in table[7] and "not run yet" not in table[1]
+
+    # the grid's own result file comes first; two other runs with the settings are refused, both named
+    own = tmp_path / "carnn_dialog_task6_grid" / "03-s1234.json"
+    own.parent.mkdir()
+    shutil.copy(results / "carnn_dialog_task6_width" / "00-s1234.json", own)
+    assert rows()[3][-1] == "`carnn_dialog_task6_grid/03-s1234.json` |"
+    twin = tmp_path / "carnn_dialog_task6_history" / "00-s1234.json"
+    twin.parent.mkdir()
+    shutil.copy(results / "carnn_dialog_task6" / "00-s1234.json", twin)
+    with pytest.raises(module.TableError, match=r"2 runs of other plans have its settings.*carnn_dialog_task6_history"):
+        module.carnn_dialog_task6_grid()
+    twin.unlink()
+
+    # every combination finished: the highest dev figure is the one chosen
+    for number in range(18):
+        path = tmp_path / "carnn_dialog_task6_grid" / f"{number:02d}-s1234.json"
+        shutil.copy(results / "carnn_dialog_task6_width" / "00-s1234.json", path)
+        edit(path, lambda run: run["dev"].update(per_response_accuracy=0.5 + number / 100))
+    table = rows()
+    assert table[17][4] == "0.670 (chosen on dev)" and not any("chosen" in cells[4] for cells in table[:17])
