@@ -581,11 +581,10 @@ def _trial_settings(run):
     return {key: value for key, value in flat.items() if key not in GRID_IGNORED and value is not None}
 
 
-def _grid_trial(row, seed, base, folders):
-    """The run of a grid row trained by another plan (`folders`: their result folders): the run of the row's model
-    and `seed` whose settings are the presets' run's (`base`, `_trial_settings`) with the row's `set` in place, and
-    which stopped on patience before its own epoch cap (so a higher cap would not have changed it). `(path, run)`,
-    or None.
+def _grid_trial(row, base, candidates):
+    """The run of a grid row trained by another plan: of `candidates` (`(path, model, run)`), the run of the row's
+    model whose settings are the presets' run's (`base`, `_trial_settings`) with the row's `set` in place, and which
+    stopped on patience before its own epoch cap (so a higher cap would not have changed it). `(path, run)`, or None.
 
     Raises:
         TableError: a `set` key the presets' settings do not hold once, or two runs that match.
@@ -599,12 +598,10 @@ def _grid_trial(row, seed, base, folders):
             raise TableError(f"{row['label']}: the setting {key!r} is not once in the presets' run's settings")
         expected[names[0]] = value
     found = []
-    for folder in folders:
-        for path in sorted(RESULTS.glob(f"{folder}/*-s{seed}.json")):
-            for run in _read(path).get(row["model"], {}).get("runs", []):
-                cap = (run["provenance"].get("settings") or {}).get("training", {}).get("epochs")
-                if run["seed"] == seed and _trial_settings(run) == expected and cap and run["epochs_run"] < cap:
-                    found.append((path, run))
+    for path, model, run in candidates:
+        cap = (run["provenance"].get("settings") or {}).get("training", {}).get("epochs")
+        if model == row["model"] and _trial_settings(run) == expected and cap and run["epochs_run"] < cap:
+            found.append((path, run))
     if len(found) > 1:
         raise TableError(f"{row['label']}: {len(found)} runs of other plans have its settings: "
                          f"{[str(path.relative_to(RESULTS)) for path, _ in found]}")
@@ -615,24 +612,25 @@ def carnn_dialog_task6_grid():
     """Issue 58: the search space `tuning/carnn_dialog.json` for nCARNN on dialog bAbI task 6, one trial per
     combination on one seed (`benchmarks/ablations/carnn_dialog_task6_grid.json`), in the space's order. A
     combination another task 6 plan has trained with the same settings (`_grid_trial`) is read from that plan's
-    file, named in the last column. The finished trial with the highest dev per-response accuracy is marked
-    "chosen on dev" ("best so far" while trials are left)."""
-    plan = _plan("carnn_dialog_task6_grid")
-    seed = plan["seeds"][0]
-    folders = sorted(path.name for path in RESULTS.glob("carnn_dialog_task6*") if path.is_dir()
-                     and path.name != "carnn_dialog_task6_grid")
-    bases = {row["model"]: runs for row, groups in _plan_row_groups("carnn_dialog_task6")
-             for runs in [[run for run in _row_runs(groups) if run["seed"] == seed]] if runs}
+    file, named in the last column; the presets' runs (`carnn_dialog_task6/`) give the settings the others are
+    compared with. The finished trial with the highest dev per-response accuracy is marked "chosen on dev" ("best so
+    far" while trials are left)."""
+    grid = "carnn_dialog_task6_grid"
+    seed = _plan(grid)["seeds"][0]
+    candidates = [(path, model, run) for path in sorted(RESULTS.glob(f"carnn_dialog_task6*/*-s{seed}.json"))
+                  if path.parent.name != grid for model, result in _read(path).items() for run in result["runs"]
+                  if run["seed"] == seed]  # every other task 6 plan's runs of the seed, each file read once
+    bases = {model: run for path, model, run in candidates if path.parent.name == "carnn_dialog_task6"}
     trials = []
-    for number, (row, groups) in enumerate(_plan_row_groups("carnn_dialog_task6_grid")):
+    for number, (row, groups) in enumerate(_plan_row_groups(grid)):
         runs = _row_runs(groups)
         if runs:
-            trials.append((row, runs[0], f"carnn_dialog_task6_grid/{number:02d}-s{seed}.json"))
+            trials.append((row, runs[0], f"{grid}/{number:02d}-s{seed}.json"))
             continue
         if row["model"] not in bases:
             raise TableError(f"{row['label']}: no presets' run of {row['model']} at seed {seed} in "
                              "carnn_dialog_task6/")
-        other = _grid_trial(row, seed, _trial_settings(bases[row["model"]][0]), folders)
+        other = _grid_trial(row, _trial_settings(bases[row["model"]]), candidates)
         trials.append((row, other[1], str(other[0].relative_to(RESULTS))) if other else (row, None, None))
     finished = [run for _, run, _ in trials if run is not None]
     best = max(finished, key=lambda run: run["dev"]["per_response_accuracy"]) if finished else None
