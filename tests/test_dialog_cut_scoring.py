@@ -1,0 +1,135 @@
+"""benchmarks/dialog_cut_scoring.py: response-selection runs scored with their history cut at other lengths than
+they were trained with, by history length, and two runs that differ only in `max_turns` compared."""
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+from conftest import benchmark_module
+
+SEED = 3
+
+
+@pytest.fixture(scope="module")
+def cuts():
+    return benchmark_module("dialog_cut_scoring")
+
+
+@pytest.fixture(scope="module")
+def pair(data_dir, tmp_path_factory):
+    """Two one-epoch nCARNNs on a cut dialog bAbI task 1, keeping the last 2 and the last 4 history texts, and the
+    cut dataset."""
+    from keras_match import train
+    from keras_match.datasets import load
+
+    full = load("dialog-babi-task1", data_dir=data_dir)
+    dataset = dataclasses.replace(full, splits={name: full[name].head(n) for name, n in
+                                                (("train", 30), ("dev", 8), ("test", 10))})
+    folder = tmp_path_factory.mktemp("cuts")
+    made = {}
+    for turns in (2, 4):
+        made[turns] = {"run_dir": folder / f"turns{turns}", "report": train(
+            "carnn_dialog_n", dataset, embeddings_path=None, epochs=1, seed=SEED, verbose=0, units=8, batch_size=16,
+            max_turns=turns, run_dir=folder / f"turns{turns}")}
+    return {"runs": made, "dataset": dataset}
+
+
+def _config(**changes):
+    config = {"zoo": "carnn_dialog_n", "dataset": "dialog-babi-task6", "seed": 1234,
+              "settings": {"model": {"units": 256}, "preprocessing": {"max_turns": 20, "history_cut": "oldest"}}}
+    for key, value in changes.items():
+        if "." in key:
+            group, name = key.split(".")
+            config["settings"][group] = dict(config["settings"][group], **{name: value})
+        else:
+            config[key] = value
+    return config
+
+
+def test_a_pair_must_differ_in_max_turns_only(cuts):
+    assert cuts.check_pair(_config(), _config(**{"preprocessing.max_turns": 30})) == (20, 30)
+    with pytest.raises(ValueError, match=r"differ in seed \(1234 and 1\)"):
+        cuts.check_pair(_config(), _config(seed=1, **{"preprocessing.max_turns": 30}))
+    with pytest.raises(ValueError, match=r"differ in model\.units \(256 and 512\)"):
+        cuts.check_pair(_config(), _config(**{"model.units": 512, "preprocessing.max_turns": 30}))
+    with pytest.raises(ValueError, match=r"preprocessing\.history_cut"):
+        cuts.check_pair(_config(), _config(**{"preprocessing.max_turns": 30, "preprocessing.history_cut": "kb_first"}))
+    with pytest.raises(ValueError, match="both runs keep 20 texts"):
+        cuts.check_pair(_config(), _config())
+
+
+def test_accuracies_and_comparisons_split_by_history_length(cuts):
+    right = np.array([True, False, True, True])
+    other = np.array([False, False, True, False])
+    short = np.array([True, True, False, False])
+    assert cuts.accuracies(right, short) == {"all": 0.75, "short_history": 0.5, "long_history": 1.0, "right": 3,
+                                             "right_short_history": 1, "right_long_history": 2}
+    assert cuts.accuracies(right, np.ones(4, bool))["long_history"] is None
+    assert cuts.compare(right, other, short) == {"first_only": 2, "second_only": 0, "first_only_short_history": 1,
+                                                 "second_only_short_history": 0, "first_only_long_history": 1,
+                                                 "second_only_long_history": 0}
+
+
+def test_a_runs_own_cut_scores_as_it_was_scored_and_a_shorter_cut_changes_only_long_histories(cuts, pair):
+    test = pair["dataset"]["test"]
+    four = pair["runs"][4]
+    examples, own, _ = cuts.right_choices(four["run_dir"], test)
+    _, cut, _ = cuts.right_choices(four["run_dir"], test, max_turns=2)
+    lengths = np.asarray(examples.history_lengths)
+    assert (lengths <= 2).any() and (lengths > 2).any()
+    # softmax scores over 4,212 candidates (about 2e-4 each): compared relative to their size
+    np.testing.assert_allclose(cut[lengths <= 2], own[lengths <= 2], rtol=1e-4, atol=0)  # the same texts
+    assert (np.abs(cut[lengths > 2] / own[lengths > 2] - 1).max(axis=1) > 1e-3).all()  # fewer texts, other scores
+
+    result = cuts.analyse([pair["runs"][2]["run_dir"], four["run_dir"]], pair["dataset"], max_turns=[3],
+                          progress=lambda line: None)
+    assert result["short_history_max_texts"] == 2 and result["responses"] == len(examples)
+    assert result["short_history_responses"] == int((lengths <= 2).sum())
+    for run, turns in zip(result["runs"], (2, 4)):
+        assert [(s["max_turns"], s["as_trained"]) for s in run["scorings"]] == sorted(
+            [(turns, True), (3, False)])
+        trained = next(s for s in run["scorings"] if s["as_trained"])
+        expected = pair["runs"][turns]["report"]["test"]["per_response_accuracy"]
+        assert trained["all"] == pytest.approx(expected, abs=1e-9)
+        # every scoring reads the same texts of a short history
+        assert len({s["right_short_history"] for s in run["scorings"]}) == 1
+    # the texts 4 keeps and 2 drops: none for a short history, a user utterance (task 1 has no KB line) for every
+    # history of 4 texts or more; the long histories' accuracy is that of both groups together
+    added = cuts.added_speakers(test, 2, 4)
+    assert all(not speakers for speakers, h in zip(added, lengths) if h <= 2)
+    assert all("user" in speakers for speakers, h in zip(added, lengths) if h >= 4)
+    users = result["long_history_responses_whose_longest_cut_adds_a_user_text"]
+    assert users == sum("user" in speakers for speakers in added) and 0 < users < len(lengths)
+    long_count = int((lengths > 2).sum())
+    for run in result["runs"]:
+        for scoring in run["scorings"]:
+            parts = users * scoring["long_history_adds_a_user_text"] + (long_count - users) * (
+                scoring["long_history_adds_no_user_text"] or 0.0)
+            assert parts == pytest.approx(scoring["right_long_history"], abs=1e-9)
+    compared = result["as_trained_compared"]
+    right = [next(s for s in run["scorings"] if s["as_trained"])["right"] for run in result["runs"]]
+    assert right[0] - right[1] == compared["first_only"] - compared["second_only"]
+
+
+def test_the_command_writes_its_result_with_provenance_and_names_a_bad_run(cuts, pair, data_dir, tmp_path, capsys,
+                                                                           monkeypatch):
+    analyse = cuts.analyse  # on the cut dataset, not the whole split
+    monkeypatch.setattr(cuts, "analyse", lambda runs, dataset, max_turns, split, progress: analyse(
+        runs, pair["dataset"], max_turns, split, progress=progress))
+    out = tmp_path / "cuts.json"
+    assert cuts.main([str(pair["runs"][2]["run_dir"]), "--max-turns", "4", "--dataset", "dialog-babi-task1",
+                      "--data-dir", str(data_dir), "--out", str(out)]) == 0
+    written = json.loads(out.read_text())
+    assert written["split"] == "test" and written["max_turns"] == [4] and len(written["runs"][0]["scorings"]) == 2
+    assert written["provenance"]["code"]["keras_match"] and "as_trained_compared" not in written
+    capsys.readouterr()
+    assert cuts.main([str(tmp_path / "no-run"), "--dataset", "dialog-babi-task1", "--data-dir", str(data_dir),
+                      "--out", str(tmp_path / "x.json")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("dialog_cut_scoring: ") and "no-run" in err[0]
+    assert not (tmp_path / "x.json").exists()
+    with pytest.raises(SystemExit):
+        cuts.main([str(pair["runs"][2]["run_dir"]), "--max-turns", "0", "--dataset", "dialog-babi-task1",
+                   "--out", str(tmp_path / "y.json")])
+    assert not (tmp_path / "y.json").exists()
