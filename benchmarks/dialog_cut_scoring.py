@@ -130,7 +130,7 @@ def analyse(run_dirs, dataset, max_turns=(), split="test", data_dir=None, progre
     data = dataset[split]
     shortest = min([*own, *max_turns])
     runs, lengths = [], None
-    for path, trained in zip(run_dirs, own):
+    for path, trained, config in zip(run_dirs, own, configs):
         scorings = []
         for turns in sorted({trained, *max_turns}):
             started = time.time()
@@ -139,7 +139,8 @@ def analyse(run_dirs, dataset, max_turns=(), split="test", data_dir=None, progre
             scorings.append({"max_turns": turns, "as_trained": turns == trained, "right": right})
             progress(f"{pathlib.Path(path).name} at {turns} texts: {right.mean():.4f} "
                      f"({time.time() - started:.0f} s)")
-        runs.append({"run": str(path), "trained_max_turns": trained, "scorings": scorings})
+        runs.append({"run": str(path), "zoo": config["zoo"], "seed": config["seed"], "settings": config["settings"],
+                     "trained_max_turns": trained, "scorings": scorings})
     short = lengths <= shortest
     if not np.array_equal(lengths, np.asarray(data.history_length)):
         raise ValueError("the task's examples are not in the split's order: cannot match texts to responses")

@@ -87,6 +87,7 @@ def test_a_runs_own_cut_scores_as_it_was_scored_and_a_shorter_cut_changes_only_l
     assert result["short_history_max_texts"] == 2 and result["responses"] == len(examples)
     assert result["short_history_responses"] == int((lengths <= 2).sum())
     for run, turns in zip(result["runs"], (2, 4)):
+        assert run["zoo"] == "carnn_dialog_n" and run["seed"] == SEED and run["settings"]["model"]["units"] == 8
         assert [(s["max_turns"], s["as_trained"]) for s in run["scorings"]] == sorted(
             [(turns, True), (3, False)])
         trained = next(s for s in run["scorings"] if s["as_trained"])
