@@ -651,6 +651,30 @@ def carnn_dialog_task6_grid():
     return "\n".join(lines)
 
 
+def carnn_dialog_task6_cuts():
+    """Issue 58: the search's nCARNN trials on task 6 scored with their history cut at other lengths than they were
+    trained with (benchmarks/dialog_cut_scoring.py, `carnn_dialog_task6_grid/cuts/*.json`): for each run, split and
+    number of texts read, the per-response accuracy over all responses, over the short histories (every scoring
+    reads the same texts) and over the longer ones by whether the texts the longest cut adds hold a user
+    utterance."""
+    results = [_read_json(path) for path in _files("carnn_dialog_task6_grid/cuts/*.json")]
+    shortest = {result["short_history_max_texts"] for result in results}
+    short = f"at most {shortest.pop()} texts" if len(shortest) == 1 else "at most the shorter cut"
+    lines = [f"| run (nCARNN, its settings) | split | texts read | per-response | history of {short} | longer: the "
+             "added texts hold a user utterance | longer: they hold none |", "|---|---|---|---|---|---|---|"]
+    for result in results:
+        for run in result["runs"]:
+            settings = run["settings"]
+            name = (f"`{run['zoo']}` seed {run['seed']}, lr {settings['training']['learning_rate']:g}, "
+                    f"{settings['model']['units']:,} units, trained on {run['trained_max_turns']} texts")
+            for scoring in run["scorings"]:
+                texts = f"{scoring['max_turns']}" + (" (as trained)" if scoring["as_trained"] else "")
+                shares = " | ".join("–" if scoring[key] is None else f"{scoring[key]:.3f}" for key in (
+                    "all", "short_history", "long_history_adds_a_user_text", "long_history_adds_no_user_text"))
+                lines.append(f"| {name} | {result['split']} | {texts} | {shares} |")
+    return "\n".join(lines)
+
+
 def carnn_dialog_units():
     """Issue 58: one training step of `carnn_dialog_n` on dialog bAbI task 6's real batches at 256, 512 and 1,024
     units, in float32 and mixed bfloat16 (benchmarks/precision.py `--set units=N`,
@@ -1244,6 +1268,7 @@ TABLES = {
     "carnn-dialog-task6-width": carnn_dialog_task6_width,
     "carnn-dialog-task6-lr": carnn_dialog_task6_lr,
     "carnn-dialog-task6-grid": carnn_dialog_task6_grid,
+    "carnn-dialog-task6-cuts": carnn_dialog_task6_cuts,
     "coupled-lstm-sick-lr": coupled_lstm_sick_lr,
     "coupled-lstm-ranking-lr": coupled_lstm_ranking_lr,
     "carnn-dialog-units": carnn_dialog_units,
