@@ -7,7 +7,8 @@ reading the last N texts of each history (the run's own `history_cut`). For each
 over all responses and by the length of the response's history (every earlier text of the dialog, KB lines
 included; `keras_match.tasks.response_selection` `history_lengths`): at most the shortest cut of the file, where every
 scoring reads the same texts, and longer, the longer ones split by whether the texts the longest cut adds to the
-shortest hold a user utterance (`added_speakers`). Two runs that differ only in `max_turns` (the same zoo entry, seed and
+shortest hold a user utterance (`added_speakers`), and the templates of the gold responses whose choice a cut changes
+from the run's own (`flips`). Two runs that differ only in `max_turns` (the same zoo entry, seed and
 other settings: checked, `check_pair`) are also compared as trained: the responses only one of them gets right, by
 history length. A difference on the short histories comes from what training made of the model, not from the
 texts a cut hides at scoring; a run's own row beside its cross-scored rows says how much those texts move it. Trains
@@ -75,6 +76,41 @@ def added_speakers(split, shortest: int, longest: int) -> list:
         speakers = split.dialogs[int(d)].speakers
         added.append(set(speakers[max(0, int(h) - longest):max(0, int(h) - shortest)]))
     return added
+
+
+def kb_words(split) -> set:
+    """The words of `split`'s KB facts that name an entity or a value: the first word and the words after the
+    attribute (`saint_johns_chop_house R_location south`: `saint_johns_chop_house`, `south`); the KB line
+    `api_call no result` is no fact."""
+    words = set()
+    for dialog in split.dialogs:
+        for text, speaker in zip(dialog.texts, dialog.speakers):
+            tokens = str(text).split()
+            if speaker == "kb" and len(tokens) >= 3 and tokens[1].startswith("R_"):  # not `api_call no result`
+                words.update([tokens[0], *tokens[2:]])
+    return words
+
+
+def response_template(text: str, entity_words: set) -> str:
+    """A response with each KB word (`kb_words`) replaced by `<kb>`: the bot's template, the restaurant and the
+    values it names left out (`<kb> is a nice place in the <kb> of town serving tasty <kb> food`)."""
+    return " ".join("<kb>" if token in entity_words else token for token in str(text).split())
+
+
+def flips(right_before, right_after, templates, shown: int = 5) -> list:
+    """The `shown` response templates with the most responses whose choice changes between two scorings, most
+    first: `{"template", "responses", "right_to_wrong", "wrong_to_right"}` (`responses`: all of that template)."""
+    right_before, right_after = np.asarray(right_before, bool), np.asarray(right_after, bool)
+    rows = {}
+    for template, before, after in zip(templates, right_before, right_after):
+        row = rows.setdefault(template, {"template": template, "responses": 0, "right_to_wrong": 0,
+                                         "wrong_to_right": 0})
+        row["responses"] += 1
+        row["right_to_wrong"] += int(before and not after)
+        row["wrong_to_right"] += int(after and not before)
+    changed = [row for row in rows.values() if row["right_to_wrong"] or row["wrong_to_right"]]
+    changed.sort(key=lambda row: (-(row["right_to_wrong"] + row["wrong_to_right"]), row["template"]))
+    return changed[:shown]
 
 
 def compare(right_first, right_second, short) -> dict:
@@ -156,9 +192,14 @@ def analyse(run_dirs, dataset, max_turns=(), split="test", data_dir=None, progre
     if len(runs) == 2:
         first, second = ([s["right"] for s in run["scorings"] if s["as_trained"]][0] for run in runs)
         result["as_trained_compared"] = compare(first, second, short)
+    words = kb_words(data)
+    templates = [response_template(examples.candidates[label], words) for label in examples.labels]
     for run in runs:
+        trained = next(scoring["right"] for scoring in run["scorings"] if scoring["as_trained"])
         for scoring in run["scorings"]:
             right = scoring.pop("right")
+            if not scoring["as_trained"]:  # the gold responses whose choice this cut changes, by template
+                scoring["changed_from_as_trained"] = flips(trained, right, templates)
             scoring.update(accuracies(right, short))
             if adds_user is not None:
                 for name, mask in (("adds_a_user_text", adds_user), ("adds_no_user_text", ~short & ~adds_user)):

@@ -71,6 +71,26 @@ def test_accuracies_and_comparisons_split_by_history_length(cuts):
                                                  "second_only_long_history": 0}
 
 
+def test_changed_choices_are_counted_by_the_template_of_the_gold_response(cuts, data_dir):
+    from keras_match.datasets import load
+
+    # task 6's test file opens with a KB of `the_hotpot R_location north`, `the_hotpot R_price expensive` ...
+    words = cuts.kb_words(load("dialog-babi-task6", data_dir=data_dir)["test"])
+    assert {"the_hotpot", "the_hotpot_phone", "north", "chinese", "expensive", "9"} <= words
+    assert not {"R_location", "is", "the", "api_call"} & words
+    entity_words = {"the_hotpot", "north", "chinese"}
+    assert cuts.response_template("the_hotpot is a nice place in the north of town serving tasty chinese food",
+                                  entity_words) == "<kb> is a nice place in the <kb> of town serving tasty <kb> food"
+    templates = ["a", "b", "a", "c", "b", "a"]
+    before = np.array([True, True, False, True, False, True])
+    after = np.array([False, True, True, True, False, False])
+    assert cuts.flips(before, after, templates) == [
+        {"template": "a", "responses": 3, "right_to_wrong": 2, "wrong_to_right": 1}]
+    assert cuts.flips(before, ~before, templates, shown=2) == [
+        {"template": "a", "responses": 3, "right_to_wrong": 2, "wrong_to_right": 1},
+        {"template": "b", "responses": 2, "right_to_wrong": 1, "wrong_to_right": 1}]
+
+
 def test_a_runs_own_cut_scores_as_it_was_scored_and_a_shorter_cut_changes_only_long_histories(cuts, pair):
     test = pair["dataset"]["test"]
     four = pair["runs"][4]
@@ -108,6 +128,12 @@ def test_a_runs_own_cut_scores_as_it_was_scored_and_a_shorter_cut_changes_only_l
             parts = users * scoring["long_history_adds_a_user_text"] + (long_count - users) * (
                 scoring["long_history_adds_no_user_text"] or 0.0)
             assert parts == pytest.approx(scoring["right_long_history"], abs=1e-9)
+    for run in result["runs"]:
+        for scoring in run["scorings"]:
+            changed = scoring.get("changed_from_as_trained")
+            assert (changed is None) == scoring["as_trained"]
+            for row in changed or []:
+                assert 0 < row["right_to_wrong"] + row["wrong_to_right"] <= row["responses"]
     compared = result["as_trained_compared"]
     right = [next(s for s in run["scorings"] if s["as_trained"])["right"] for run in result["runs"]]
     assert right[0] - right[1] == compared["first_only"] - compared["second_only"]
