@@ -8,7 +8,8 @@ over all responses and by the length of the response's history (every earlier te
 included; `keras_match.tasks.response_selection` `history_lengths`): at most the shortest cut of the file, where every
 scoring reads the same texts, and longer, the longer ones split by whether the texts the longest cut adds to the
 shortest hold a user utterance (`added_speakers`), and the templates of the gold responses whose choice a cut changes
-from the run's own (`flips`). Two runs that differ only in `max_turns` (the same zoo entry, seed and
+from the run's own (`flips`), with how many gold responses of each template the training split and the scored one
+hold (`template_counts`). Two runs that differ only in `max_turns` (the same zoo entry, seed and
 other settings: checked, `check_pair`) are also compared as trained: the responses only one of them gets right, by
 history length. A difference on the short histories comes from what training made of the model, not from the
 texts a cut hides at scoring; a run's own row beside its cross-scored rows says how much those texts move it. Trains
@@ -95,6 +96,15 @@ def response_template(text: str, entity_words: set) -> str:
     """A response with each KB word (`kb_words`) replaced by `<kb>`: the bot's template, the restaurant and the
     values it names left out (`<kb> is a nice place in the <kb> of town serving tasty <kb> food`)."""
     return " ".join("<kb>" if token in entity_words else token for token in str(text).split())
+
+
+def template_counts(split, entity_words: set) -> dict:
+    """`{template: responses}` of `split`'s gold responses (`response_template`), most first."""
+    counts = {}
+    for gold in split.gold:
+        template = response_template(split.candidates[int(gold)], entity_words)
+        counts[template] = counts.get(template, 0) + 1
+    return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
 
 
 def flips(right_before, right_after, templates, shown: int = 5) -> list:
@@ -192,8 +202,11 @@ def analyse(run_dirs, dataset, max_turns=(), split="test", data_dir=None, progre
     if len(runs) == 2:
         first, second = ([s["right"] for s in run["scorings"] if s["as_trained"]][0] for run in runs)
         result["as_trained_compared"] = compare(first, second, short)
-    words = kb_words(data)
+    words = kb_words(data) | (kb_words(dataset["train"]) if split != "train" else set())
     templates = [response_template(examples.candidates[label], words) for label in examples.labels]
+    # which bot templates each split uses: the training split's and this one's
+    result["template_responses"] = {name: template_counts(dataset[name], words) for name in dict.fromkeys(
+        ["train", split])}
     for run in runs:
         trained = next(scoring["right"] for scoring in run["scorings"] if scoring["as_trained"])
         for scoring in run["scorings"]:

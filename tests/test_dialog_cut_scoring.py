@@ -128,12 +128,18 @@ def test_a_runs_own_cut_scores_as_it_was_scored_and_a_shorter_cut_changes_only_l
             parts = users * scoring["long_history_adds_a_user_text"] + (long_count - users) * (
                 scoring["long_history_adds_no_user_text"] or 0.0)
             assert parts == pytest.approx(scoring["right_long_history"], abs=1e-9)
+    counts = result["template_responses"]
+    assert list(counts) == ["train", "test"]
+    assert sum(counts["test"].values()) == len(examples) and sum(counts["train"].values()) == len(
+        pair["dataset"]["train"])
+    assert list(counts["test"].values()) == sorted(counts["test"].values(), reverse=True)
     for run in result["runs"]:
         for scoring in run["scorings"]:
             changed = scoring.get("changed_from_as_trained")
             assert (changed is None) == scoring["as_trained"]
             for row in changed or []:
                 assert 0 < row["right_to_wrong"] + row["wrong_to_right"] <= row["responses"]
+                assert row["responses"] == counts["test"][row["template"]]
     compared = result["as_trained_compared"]
     right = [next(s for s in run["scorings"] if s["as_trained"])["right"] for run in result["runs"]]
     assert right[0] - right[1] == compared["first_only"] - compared["second_only"]
