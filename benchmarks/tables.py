@@ -675,6 +675,45 @@ def carnn_dialog_task6_cuts():
     return "\n".join(lines)
 
 
+def carnn_dialog_task6_cut_changes():
+    """Issue 58: of the same files as `carnn_dialog_task6_cuts`, the gold responses whose choice a run's other cut
+    changes from its own, by the response's template (its KB words left out, benchmarks/dialog_cut_scoring.py
+    `flips`): the three templates with the most changes for each run, split and cut."""
+    lines = ["| run (nCARNN, its settings) | split | texts read | gold response's template | responses | right at "
+             "the run's own cut, wrong here | wrong there, right here |", "|---|---|---|---|---|---|---|"]
+    for path in _files("carnn_dialog_task6_grid/cuts/*.json"):
+        result = _read_json(path)
+        for run in result["runs"]:
+            settings = run["settings"]
+            name = (f"`{run['zoo']}` seed {run['seed']}, lr {settings['training']['learning_rate']:g}, "
+                    f"{settings['model']['units']:,} units, trained on {run['trained_max_turns']} texts")
+            for scoring in run["scorings"]:
+                for row in (scoring.get("changed_from_as_trained") or [])[:3]:
+                    lines.append(f"| {name} | {result['split']} | {scoring['max_turns']} | `{row['template']}` | "
+                                 f"{row['responses']:,} | {row['right_to_wrong']:,} | {row['wrong_to_right']:,} |")
+    return "\n".join(lines)
+
+
+def carnn_dialog_task6_templates():
+    """Issue 58: how many gold responses of each template (benchmarks/dialog_cut_scoring.py `template_counts`) the
+    training, dev and test splits of task 6 hold, for the templates of `carnn_dialog_task6_cut_changes` (the
+    training split's counts from any of the files, each other split's from its own)."""
+    counts, shown = {}, []
+    for path in _files("carnn_dialog_task6_grid/cuts/*.json"):
+        result = _read_json(path)
+        for split, templates in result["template_responses"].items():
+            counts[split] = templates
+        for run in result["runs"]:
+            for scoring in run["scorings"]:
+                shown.extend(row["template"] for row in (scoring.get("changed_from_as_trained") or [])[:3])
+    splits = [split for split in ("train", "dev", "test") if split in counts]
+    lines = ["| gold response's template | " + " | ".join(f"{split} responses" for split in splits) + " |",
+             "|---|" + "---|" * len(splits)]
+    for template in sorted(set(shown), key=lambda t: (-sum(counts[s].get(t, 0) for s in splits), t)):
+        lines.append(f"| `{template}` | " + " | ".join(f"{counts[s].get(template, 0):,}" for s in splits) + " |")
+    return "\n".join(lines)
+
+
 def carnn_dialog_units():
     """Issue 58: one training step of `carnn_dialog_n` on dialog bAbI task 6's real batches at 256, 512 and 1,024
     units, in float32 and mixed bfloat16 (benchmarks/precision.py `--set units=N`,
@@ -1269,6 +1308,8 @@ TABLES = {
     "carnn-dialog-task6-lr": carnn_dialog_task6_lr,
     "carnn-dialog-task6-grid": carnn_dialog_task6_grid,
     "carnn-dialog-task6-cuts": carnn_dialog_task6_cuts,
+    "carnn-dialog-task6-cut-changes": carnn_dialog_task6_cut_changes,
+    "carnn-dialog-task6-templates": carnn_dialog_task6_templates,
     "coupled-lstm-sick-lr": coupled_lstm_sick_lr,
     "coupled-lstm-ranking-lr": coupled_lstm_ranking_lr,
     "carnn-dialog-units": carnn_dialog_units,
