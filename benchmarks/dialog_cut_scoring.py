@@ -135,18 +135,36 @@ def compare(right_first, right_second, short) -> dict:
             "second_only_long_history": int(second_only[~short].sum())}
 
 
-def right_choices(run_dir, data, max_turns=None):
-    """`(examples, scores, right)`: run `run_dir`'s scores of split `data` (`[n, C]` over the candidate set) and
-    whether it chooses each response right (bool `[n]`), its history cut at `max_turns` texts (None: the run's
-    own).
+def _source(run_or_preset):
+    """`(config, load)`: the `config.json` contents of a finished run folder or a trained preset (a preset folder
+    or a shipped preset's name, `keras_match.artifacts.presets.load_preset`), and a function that loads it afresh.
 
     Raises:
+        FileNotFoundError: neither (the message names it).
+    """
+    from keras_match.artifacts import presets, runs
+    from keras_match.artifacts.storage import read_json
+
+    path = pathlib.Path(run_or_preset)
+    if (path / "model.keras").is_file():
+        return read_json(path / "config.json", "restore the file or retrain the run"), lambda: runs.load_run(path)
+    folder = presets.preset_dir(run_or_preset)  # a preset's folder; FileNotFoundError naming it when not one
+    return (read_json(folder / "config.json", "restore the file or reinstall the preset"),
+            lambda: presets.load_preset(run_or_preset))
+
+
+def right_choices(run_dir, data, max_turns=None):
+    """`(examples, scores, right)`: the scores of split `data` (`[n, C]` over the candidate set) by run `run_dir` (a
+    finished run folder or a trained preset, `_source`) and whether it chooses each response right (bool `[n]`),
+    its history cut at `max_turns` texts (None: the run's own).
+
+    Raises:
+        FileNotFoundError: `run_dir` is no run or preset.
         ValueError: the run's task refuses the split (another candidate set).
     """
-    from keras_match.artifacts import runs
     from keras_match.tasks.response_selection import choose
 
-    run = runs.load_run(run_dir)  # afresh for each cut: the preprocessor's tf.function traces its max_turns once
+    run = _source(run_dir)[1]()  # afresh for each cut: the preprocessor's tf.function traces its max_turns once
     run.task.check_split(data)
     if max_turns is not None:
         run.preprocessor.max_turns = int(max_turns)
@@ -161,13 +179,11 @@ def analyse(run_dirs, dataset, max_turns=(), split="test", data_dir=None, progre
     Raises:
         ValueError: two runs that are no pair (`check_pair`), more than two, or a run's task refuses the split.
     """
-    from keras_match.artifacts.storage import read_json
     from keras_match.datasets.catalog import load_by_name
 
     if not 1 <= len(run_dirs) <= 2:
         raise ValueError(f"pass one run or two that differ only in max_turns, got {len(run_dirs)}")
-    configs = [read_json(pathlib.Path(path) / "config.json", "restore the file or retrain the run")
-               for path in run_dirs]
+    configs = [_source(path)[0] for path in run_dirs]
     if len(configs) == 2:
         check_pair(*configs)
     own = [config["settings"]["preprocessing"]["max_turns"] for config in configs]
@@ -222,8 +238,8 @@ def analyse(run_dirs, dataset, max_turns=(), split="test", data_dir=None, progre
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("runs", type=pathlib.Path, nargs="+",
-                        help="one finished response-selection run, or two that differ only in max_turns")
+    parser.add_argument("runs", nargs="+", help="one finished response-selection run (a run folder, a preset folder "
+                        "or a shipped preset's name), or two that differ only in max_turns")
     parser.add_argument("--max-turns", type=int, nargs="*", default=[], help="history lengths to score each run at")
     parser.add_argument("--dataset", required=True, help="the dataset name (e.g. dialog-babi-task6)")
     parser.add_argument("--split", default="test")

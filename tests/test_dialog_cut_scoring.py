@@ -166,3 +166,23 @@ def test_the_command_writes_its_result_with_provenance_and_names_a_bad_run(cuts,
         cuts.main([str(pair["runs"][2]["run_dir"]), "--max-turns", "0", "--dataset", "dialog-babi-task1",
                    "--out", str(tmp_path / "y.json")])
     assert not (tmp_path / "y.json").exists()
+
+
+def test_a_shipped_preset_is_scored_at_other_cuts_by_its_name(cuts, data_dir):
+    from keras_match.artifacts import presets
+    from keras_match.datasets import load
+
+    name = "carnn_dialog_i/dialog-babi-task6"
+    if name not in presets.trained():
+        pytest.skip(f"the package does not ship {name}")
+    full = load("dialog-babi-task6", data_dir=data_dir)
+    dataset = dataclasses.replace(full, splits={"train": full["train"].head(5), "test": full["test"].head(12)})
+    result = cuts.analyse([name], dataset, max_turns=[10], progress=lambda line: None)
+    (run,) = result["runs"]
+    assert run["zoo"] == "carnn_dialog_i" and run["trained_max_turns"] == 30
+    own = next(s for s in run["scorings"] if s["as_trained"])
+    expected = presets.load_preset(name).evaluate(dataset["test"])["per_response_accuracy"]
+    assert own["all"] == pytest.approx(expected, abs=1e-9)
+    assert [s["max_turns"] for s in run["scorings"]] == [10, 30] and result["short_history_max_texts"] == 10
+    with pytest.raises(FileNotFoundError, match="no-such/preset"):
+        cuts.analyse(["no-such/preset"], dataset, progress=lambda line: None)
