@@ -660,7 +660,7 @@ def carnn_dialog_task6_cuts():
     results = [_read_json(path) for path in _files("carnn_dialog_task6_grid/cuts/*.json")]
     shortest = {result["short_history_max_texts"] for result in results}
     short = f"at most {shortest.pop()} texts" if len(shortest) == 1 else "at most the shorter cut"
-    lines = [f"| run (nCARNN, its settings) | split | texts read | per-response | history of {short} | longer: the "
+    lines = [f"| run (entry, seed, settings) | split | texts read | per-response | history of {short} | longer: the "
              "added texts hold a user utterance | longer: they hold none |", "|---|---|---|---|---|---|---|"]
     for result in results:
         for run in result["runs"]:
@@ -679,7 +679,7 @@ def carnn_dialog_task6_cut_changes():
     """Issue 58: of the same files as `carnn_dialog_task6_cuts`, the gold responses whose choice a run's other cut
     changes from its own, by the response's template (its KB words left out, benchmarks/dialog_cut_scoring.py
     `flips`): the three templates with the most changes for each run, split and cut."""
-    lines = ["| run (nCARNN, its settings) | split | texts read | gold response's template | responses | right at "
+    lines = ["| run (entry, seed, settings) | split | texts read | gold response's template | responses | right at "
              "the run's own cut, wrong here | wrong there, right here |", "|---|---|---|---|---|---|---|"]
     for path in _files("carnn_dialog_task6_grid/cuts/*.json"):
         result = _read_json(path)
