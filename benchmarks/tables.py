@@ -651,22 +651,33 @@ def carnn_dialog_task6_grid():
     return "\n".join(lines)
 
 
+def _cut_results():
+    """The files of benchmarks/dialog_cut_scoring.py for task 6 (`carnn_dialog_task6_grid/cuts/*.json`), read and
+    checked once for the three tables that show them."""
+    return [_read_json(path) for path in _files("carnn_dialog_task6_grid/cuts/*.json")]
+
+
+def _cut_run_name(run):
+    """A scored run as the cut tables name it: its entry, seed, learning rate, width and the texts it trained on."""
+    settings = run["settings"]
+    return (f"`{run['zoo']}` seed {run['seed']}, lr {settings['training']['learning_rate']:g}, "
+            f"{settings['model']['units']:,} units, trained on {run['trained_max_turns']} texts")
+
+
 def carnn_dialog_task6_cuts():
     """Issue 58: the search's nCARNN trials on task 6 scored with their history cut at other lengths than they were
     trained with (benchmarks/dialog_cut_scoring.py, `carnn_dialog_task6_grid/cuts/*.json`): for each run, split and
     number of texts read, the per-response accuracy over all responses, over the short histories (every scoring
     reads the same texts) and over the longer ones by whether the texts the longest cut adds hold a user
     utterance."""
-    results = [_read_json(path) for path in _files("carnn_dialog_task6_grid/cuts/*.json")]
+    results = _cut_results()
     shortest = {result["short_history_max_texts"] for result in results}
     short = f"at most {shortest.pop()} texts" if len(shortest) == 1 else "at most the shorter cut"
     lines = [f"| run (entry, seed, settings) | split | texts read | per-response | history of {short} | longer: the "
              "added texts hold a user utterance | longer: they hold none |", "|---|---|---|---|---|---|---|"]
     for result in results:
         for run in result["runs"]:
-            settings = run["settings"]
-            name = (f"`{run['zoo']}` seed {run['seed']}, lr {settings['training']['learning_rate']:g}, "
-                    f"{settings['model']['units']:,} units, trained on {run['trained_max_turns']} texts")
+            name = _cut_run_name(run)
             for scoring in run["scorings"]:
                 texts = f"{scoring['max_turns']}" + (" (as trained)" if scoring["as_trained"] else "")
                 shares = " | ".join("–" if scoring[key] is None else f"{scoring[key]:.3f}" for key in (
@@ -681,12 +692,9 @@ def carnn_dialog_task6_cut_changes():
     `flips`): the three templates with the most changes for each run, split and cut."""
     lines = ["| run (entry, seed, settings) | split | texts read | gold response's template | responses | right at "
              "the run's own cut, wrong here | wrong there, right here |", "|---|---|---|---|---|---|---|"]
-    for path in _files("carnn_dialog_task6_grid/cuts/*.json"):
-        result = _read_json(path)
+    for result in _cut_results():
         for run in result["runs"]:
-            settings = run["settings"]
-            name = (f"`{run['zoo']}` seed {run['seed']}, lr {settings['training']['learning_rate']:g}, "
-                    f"{settings['model']['units']:,} units, trained on {run['trained_max_turns']} texts")
+            name = _cut_run_name(run)
             for scoring in run["scorings"]:
                 for row in (scoring.get("changed_from_as_trained") or [])[:3]:
                     lines.append(f"| {name} | {result['split']} | {scoring['max_turns']} | `{row['template']}` | "
@@ -699,8 +707,7 @@ def carnn_dialog_task6_templates():
     training, dev and test splits of task 6 hold, for the templates of `carnn_dialog_task6_cut_changes` (the
     training split's counts from any of the files, each other split's from its own)."""
     counts, shown = {}, []
-    for path in _files("carnn_dialog_task6_grid/cuts/*.json"):
-        result = _read_json(path)
+    for result in _cut_results():
         for split, templates in result["template_responses"].items():
             counts[split] = templates
         for run in result["runs"]:
