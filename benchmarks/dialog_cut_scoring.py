@@ -9,7 +9,10 @@ included; `keras_match.tasks.response_selection` `history_lengths`): at most the
 scoring reads the same texts, and longer, the longer ones split by whether the texts the longest cut adds to the
 shortest hold a user utterance (`added_speakers`), and the templates of the gold responses whose choice a cut changes
 from the run's own (`flips`), with how many gold responses of each template the training split and the scored one
-hold (`template_counts`). Two runs that differ only in `max_turns` (the same zoo entry, seed and
+hold (`template_counts`), and where the restaurants of the changed choices stand in the history
+(`restaurants_of_changed_choices`: for the responses a cut makes wrong, the new choice's restaurant and the gold
+response's; for those it makes right, the run's own choice's and the gold's; each one of `RESTAURANT_KINDS`: offered
+by the bot, or in a KB line, within the shorter cut or only in the texts the longer one adds, or not read at all). Two runs that differ only in `max_turns` (the same zoo entry, seed and
 other settings: checked, `check_pair`) are also compared as trained: the responses only one of them gets right, by
 history length. A difference on the short histories comes from what training made of the model, not from the
 texts a cut hides at scoring; a run's own row beside its cross-scored rows says how much those texts move it. Trains
@@ -107,6 +110,61 @@ def template_counts(split, entity_words: set) -> dict:
     return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
 
 
+RESTAURANT_KINDS = ("offered in the shorter cut", "offered only in the added texts", "in KB lines of the shorter cut",
+                    "in KB lines of the added texts only", "not in the texts read", "no restaurant")
+"""Where a response's restaurant stands in its history (`restaurant_kind`), first match wins: a bot text among the
+last `shortest` texts names it; a bot text only among the texts the longer cut adds; a KB line among the last
+`shortest` texts; a KB line only among the added texts; no text of the longer cut; the response names no
+restaurant."""
+
+
+def restaurant_names(split) -> set:
+    """The restaurants of `split`'s KB facts: the first word of each fact line (`saint_johns_chop_house R_location
+    south`: `saint_johns_chop_house`)."""
+    names = set()
+    for dialog in split.dialogs:
+        for text, speaker in zip(dialog.texts, dialog.speakers):
+            tokens = str(text).split()
+            if speaker == "kb" and len(tokens) >= 3 and tokens[1].startswith("R_"):
+                names.add(tokens[0])
+    return names
+
+
+def restaurant_kind(response: str, texts, speakers, shortest: int, longest: int, restaurants: set) -> str:
+    """Where the first restaurant (`restaurant_names`) that `response` names stands in a history of `texts` with
+    their `speakers` (every earlier text of the dialog, oldest first), between its last `shortest` texts and the
+    texts its last `longest` add to them: one of `RESTAURANT_KINDS`."""
+    name = next((token for token in str(response).split() if token in restaurants), None)
+    if name is None:
+        return RESTAURANT_KINDS[5]
+    h = len(texts)
+    kept = range(max(0, h - shortest), h)
+    added = range(max(0, h - longest), max(0, h - shortest))
+
+    def named(where, kb):
+        return any((speakers[i] == "kb") == kb and speakers[i] in ("kb", "bot") and name in str(texts[i]).split()
+                   for i in where)
+
+    for kind, where, kb in zip(RESTAURANT_KINDS, (kept, added, kept, added), (False, False, True, True)):
+        if named(where, kb):
+            return kind
+    return RESTAURANT_KINDS[4]
+
+
+def choice_kinds(split, candidates, chosen, mask, shortest: int, longest: int, restaurants: set) -> dict:
+    """`{kind: responses}` over `RESTAURANT_KINDS`, for the candidates `chosen` (indices `[n]` into `candidates`,
+    the task's candidate set) of the responses of `split` where `mask` (bool `[n]`) holds (`restaurant_kind` of
+    each)."""
+    counts = dict.fromkeys(RESTAURANT_KINDS, 0)
+    for i in np.flatnonzero(np.asarray(mask, bool)):
+        dialog = split.dialogs[int(split.dialog_index[i])]
+        h = int(split.history_length[i])
+        kind = restaurant_kind(candidates[int(chosen[i])], dialog.texts[:h], dialog.speakers[:h], shortest,
+                               longest, restaurants)
+        counts[kind] += 1
+    return counts
+
+
 def flips(right_before, right_after, templates, shown: int = 5) -> list:
     """The `shown` response templates with the most responses whose choice changes between two scorings, most
     first: `{"template", "responses", "right_to_wrong", "wrong_to_right"}` (`responses`: all of that template)."""
@@ -180,6 +238,7 @@ def analyse(run_dirs, dataset, max_turns=(), split="test", data_dir=None, progre
         ValueError: two runs that are no pair (`check_pair`), more than two, or a run's task refuses the split.
     """
     from keras_match.datasets.catalog import load_by_name
+    from keras_match.tasks.response_selection import choose
 
     if not 1 <= len(run_dirs) <= 2:
         raise ValueError(f"pass one run or two that differ only in max_turns, got {len(run_dirs)}")
@@ -196,9 +255,10 @@ def analyse(run_dirs, dataset, max_turns=(), split="test", data_dir=None, progre
         scorings = []
         for turns in sorted({trained, *max_turns}):
             started = time.time()
-            examples, _, right = right_choices(path, data, None if turns == trained else turns)
+            examples, scores, right = right_choices(path, data, None if turns == trained else turns)
             lengths = np.asarray(examples.history_lengths)
-            scorings.append({"max_turns": turns, "as_trained": turns == trained, "right": right})
+            scorings.append({"max_turns": turns, "as_trained": turns == trained, "right": right,
+                             "chosen": np.asarray(choose(scores))})
             progress(f"{pathlib.Path(path).name} at {turns} texts: {right.mean():.4f} "
                      f"({time.time() - started:.0f} s)")
         runs.append({"run": str(path), "zoo": config["zoo"], "seed": config["seed"], "settings": config["settings"],
@@ -223,12 +283,26 @@ def analyse(run_dirs, dataset, max_turns=(), split="test", data_dir=None, progre
     # which bot templates each split uses: the training split's and this one's
     result["template_responses"] = {name: template_counts(dataset[name], words) for name in dict.fromkeys(
         ["train", split])}
+    restaurants = restaurant_names(data)
+    gold = np.asarray(examples.labels)
     for run in runs:
-        trained = next(scoring["right"] for scoring in run["scorings"] if scoring["as_trained"])
+        trained, trained_chosen = next((scoring["right"], scoring["chosen"]) for scoring in run["scorings"]
+                                       if scoring["as_trained"])
         for scoring in run["scorings"]:
-            right = scoring.pop("right")
+            right, chosen = scoring.pop("right"), scoring.pop("chosen")
             if not scoring["as_trained"]:  # the gold responses whose choice this cut changes, by template
                 scoring["changed_from_as_trained"] = flips(trained, right, templates)
+                # and where the restaurants of the changed choices stand in the history (issue 58: what the older
+                # texts make the model choose)
+                became_wrong, became_right = trained & ~right, right & ~trained
+
+                def kinds(chosen_by, mask):
+                    return choice_kinds(data, examples.candidates, chosen_by, mask, shortest, longest, restaurants)
+
+                scoring["restaurants_of_changed_choices"] = {
+                    "right_to_wrong": {"chosen": kinds(chosen, became_wrong), "gold": kinds(gold, became_wrong)},
+                    "wrong_to_right": {"chosen_as_trained": kinds(trained_chosen, became_right),
+                                       "gold": kinds(gold, became_right)}}
             scoring.update(accuracies(right, short))
             if adds_user is not None:
                 for name, mask in (("adds_a_user_text", adds_user), ("adds_no_user_text", ~short & ~adds_user)):

@@ -91,6 +91,33 @@ def test_changed_choices_are_counted_by_the_template_of_the_gold_response(cuts, 
         {"template": "b", "responses": 2, "right_to_wrong": 1, "wrong_to_right": 1}]
 
 
+def test_a_choices_restaurant_is_placed_where_the_history_names_it(cuts, data_dir):
+    from types import SimpleNamespace
+
+    from keras_match.datasets import load
+
+    names = cuts.restaurant_names(load("dialog-babi-task6", data_dir=data_dir)["test"])
+    assert "the_hotpot" in names and not {"north", "the_hotpot_phone", "R_location", "api_call"} & names
+    texts = ["r0 R_price cheap", "r5 R_price cheap", "r1 R_location south", "r6 please",
+             "what do you think of this option: r2", "r4 R_location west", "what do you think of this option: r5"]
+    speakers = ["kb", "kb", "kb", "user", "bot", "kb", "bot"]
+    restaurants = {f"r{k}" for k in range(8)}
+    kinds = cuts.RESTAURANT_KINDS
+    # shortest 2: texts 5-6 kept; longest 5: texts 2-4 added; texts 0-1 read by neither
+    for response, kind in (("r5 is a nice place", kinds[0]), ("what about r2 and r5", kinds[1]),
+                           ("r4 serves food", kinds[2]), ("r1 is in the south", kinds[3]),
+                           ("r0 is cheap", kinds[4]), ("r6 is great", kinds[4]),  # a user's text is no offer
+                           ("r7 is great", kinds[4]), ("you are welcome", kinds[5])):
+        assert cuts.restaurant_kind(response, texts, speakers, 2, 5, restaurants) == kind, response
+    split = SimpleNamespace(dialogs=[SimpleNamespace(texts=texts, speakers=speakers)], dialog_index=[0, 0, 0],
+                            history_length=[7, 3, 7])
+    candidates = ["r1 is in the south", "you are welcome"]
+    counts = cuts.choice_kinds(split, candidates, np.array([0, 0, 1]), np.array([True, True, False]), 2, 5,
+                               restaurants)
+    # the second response's history is the first 3 texts: r1's KB line is among its last 2
+    assert counts == dict(dict.fromkeys(kinds, 0), **{kinds[3]: 1, kinds[2]: 1})
+
+
 def test_a_runs_own_cut_scores_as_it_was_scored_and_a_shorter_cut_changes_only_long_histories(cuts, pair):
     test = pair["dataset"]["test"]
     four = pair["runs"][4]
@@ -140,6 +167,21 @@ def test_a_runs_own_cut_scores_as_it_was_scored_and_a_shorter_cut_changes_only_l
             for row in changed or []:
                 assert 0 < row["right_to_wrong"] + row["wrong_to_right"] <= row["responses"]
                 assert row["responses"] == counts["test"][row["template"]]
+    for run in result["runs"]:  # every changed choice is placed once, the new choice and the gold response alike
+        own = next(s for s in run["scorings"] if s["as_trained"])
+        for scoring in run["scorings"]:
+            placed = scoring.get("restaurants_of_changed_choices")
+            assert (placed is None) == scoring["as_trained"]
+            if placed is None:
+                continue
+            worse, better = (sum(placed[way][who].values()) for way, who in (("right_to_wrong", "chosen"),
+                                                                              ("wrong_to_right", "gold")))
+            assert worse - better == own["right"] - scoring["right"]
+            assert worse == sum(placed["right_to_wrong"]["gold"].values())
+            assert better == sum(placed["wrong_to_right"]["chosen_as_trained"].values())
+            assert worse + better == sum(row["right_to_wrong"] + row["wrong_to_right"] for row in
+                                         scoring["changed_from_as_trained"]) or len(
+                scoring["changed_from_as_trained"]) == 5  # `flips` shows at most 5 templates
     compared = result["as_trained_compared"]
     right = [next(s for s in run["scorings"] if s["as_trained"])["right"] for run in result["runs"]]
     assert right[0] - right[1] == compared["first_only"] - compared["second_only"]
