@@ -702,6 +702,39 @@ def carnn_dialog_task6_cut_changes():
     return "\n".join(lines)
 
 
+def carnn_dialog_task6_cut_restaurants():
+    """Issue 58: of the same files as `carnn_dialog_task6_cuts`, where the restaurant of each choice that a run's other
+    cut changes stands in the response's history (benchmarks/dialog_cut_scoring.py `restaurants_of_changed_choices`,
+    its `RESTAURANT_KINDS`): for the responses the other cut makes wrong, the restaurant it chooses instead and the gold
+    response's; for those it makes right, the restaurant the run's own cut chose and the gold response's. Files
+    written before the script placed them are left out."""
+    rows, cuts = [], set()
+    for result in _cut_results():
+        for run in result["runs"]:
+            for scoring in run["scorings"]:
+                placed = scoring.get("restaurants_of_changed_choices")
+                if placed is None:
+                    continue
+                for way, who, label in (("right_to_wrong", "chosen", "right → wrong: the choice here"),
+                                        ("right_to_wrong", "gold", "right → wrong: the gold response"),
+                                        ("wrong_to_right", "chosen_as_trained", "wrong → right: the choice at the "
+                                         "run's own cut"),
+                                        ("wrong_to_right", "gold", "wrong → right: the gold response")):
+                    counts = placed[way][who]
+                    cuts.add((result["short_history_max_texts"], result["longest_cut"]))
+                    rows.append(f"| {_cut_run_name(run)} | {result['split']} | {scoring['max_turns']} | {label} | "
+                                f"{sum(counts.values()):,} | " + " | ".join(f"{count:,}" for count in counts.values())
+                                + " |")
+    if not rows:
+        return "No cut file places its changed choices yet (run benchmarks/dialog_cut_scoring.py again)."
+    (shortest, longest), = cuts if len(cuts) == 1 else {("N", "M")}  # files of other cuts: named generically
+    header = (f"offered by the bot in the last {shortest} texts", f"offered only in the texts the last {longest} add",
+              f"in KB lines of the last {shortest} texts", f"in KB lines only of the texts the last {longest} add",
+              f"in none of the last {longest} texts", "names no restaurant")
+    return "\n".join([f"| run (entry, seed, settings) | split | texts read | changed choices | responses | "
+                      + " | ".join(header) + " |", "|---|---|---|---|---|" + "---|" * len(header), *rows])
+
+
 def carnn_dialog_task6_templates():
     """Issue 58: how many gold responses of each template (benchmarks/dialog_cut_scoring.py `template_counts`) the
     training, dev and test splits of task 6 hold, for the templates of `carnn_dialog_task6_cut_changes` (the
@@ -1316,6 +1349,7 @@ TABLES = {
     "carnn-dialog-task6-grid": carnn_dialog_task6_grid,
     "carnn-dialog-task6-cuts": carnn_dialog_task6_cuts,
     "carnn-dialog-task6-cut-changes": carnn_dialog_task6_cut_changes,
+    "carnn-dialog-task6-cut-restaurants": carnn_dialog_task6_cut_restaurants,
     "carnn-dialog-task6-templates": carnn_dialog_task6_templates,
     "coupled-lstm-sick-lr": coupled_lstm_sick_lr,
     "coupled-lstm-ranking-lr": coupled_lstm_ranking_lr,
