@@ -12,11 +12,11 @@ from the run's own (`flips`), with how many gold responses of each template the 
 hold (`template_counts`), and where the restaurants of the changed choices stand in the history
 (`restaurants_of_changed_choices`: for the responses a cut makes wrong, the new choice's restaurant and the gold
 response's; for those it makes right, the run's own choice's and the gold's; each one of `RESTAURANT_KINDS`: offered
-by the bot, or in a KB line, within the shorter cut or only in the texts the longer one adds, or not read at all). Two runs that differ only in `max_turns` (the same zoo entry, seed and
-other settings: checked, `check_pair`) are also compared as trained: the responses only one of them gets right, by
-history length. A difference on the short histories comes from what training made of the model, not from the
-texts a cut hides at scoring; a run's own row beside its cross-scored rows says how much those texts move it. Trains
-nothing.
+by the bot, or in a KB line, within the shorter cut or only in the texts the longer one adds, or not read at all).
+Two runs that differ only in `max_turns` (the same zoo entry, seed and other settings: checked, `check_pair`) are
+also compared as trained: the responses only one of them gets right, by history length. A difference on the short
+histories comes from what training made of the model, not from the texts a cut hides at scoring; a run's own row
+beside its cross-scored rows says how much those texts move it. Trains nothing.
 
     KERAS_MATCH_DATA=../shared/data python benchmarks/dialog_cut_scoring.py RUN [RUN] --max-turns 20 30 \\
         --dataset dialog-babi-task6 --split test --out benchmarks/results/carnn_dialog_task6_grid/cuts/NAME.json
@@ -82,17 +82,20 @@ def added_speakers(split, shortest: int, longest: int) -> list:
     return added
 
 
-def kb_words(split) -> set:
-    """The words of `split`'s KB facts that name an entity or a value: the first word and the words after the
-    attribute (`saint_johns_chop_house R_location south`: `saint_johns_chop_house`, `south`); the KB line
+def _kb_facts(split):
+    """The words of each KB fact line of `split` (`saint_johns_chop_house R_location south`); the KB line
     `api_call no result` is no fact."""
-    words = set()
     for dialog in split.dialogs:
         for text, speaker in zip(dialog.texts, dialog.speakers):
             tokens = str(text).split()
-            if speaker == "kb" and len(tokens) >= 3 and tokens[1].startswith("R_"):  # not `api_call no result`
-                words.update([tokens[0], *tokens[2:]])
-    return words
+            if speaker == "kb" and len(tokens) >= 3 and tokens[1].startswith("R_"):
+                yield tokens
+
+
+def kb_words(split) -> set:
+    """The words of `split`'s KB facts that name an entity or a value: the first word and the words after the
+    attribute (`saint_johns_chop_house R_location south`: `saint_johns_chop_house`, `south`)."""
+    return {word for tokens in _kb_facts(split) for word in (tokens[0], *tokens[2:])}
 
 
 def response_template(text: str, entity_words: set) -> str:
@@ -121,34 +124,24 @@ restaurant."""
 def restaurant_names(split) -> set:
     """The restaurants of `split`'s KB facts: the first word of each fact line (`saint_johns_chop_house R_location
     south`: `saint_johns_chop_house`)."""
-    names = set()
-    for dialog in split.dialogs:
-        for text, speaker in zip(dialog.texts, dialog.speakers):
-            tokens = str(text).split()
-            if speaker == "kb" and len(tokens) >= 3 and tokens[1].startswith("R_"):
-                names.add(tokens[0])
-    return names
+    return {tokens[0] for tokens in _kb_facts(split)}
 
 
 def restaurant_kind(response: str, texts, speakers, shortest: int, longest: int, restaurants: set) -> str:
     """Where the first restaurant (`restaurant_names`) that `response` names stands in a history of `texts` with
     their `speakers` (every earlier text of the dialog, oldest first), between its last `shortest` texts and the
     texts its last `longest` add to them: one of `RESTAURANT_KINDS`."""
+    *found, absent, none = RESTAURANT_KINDS
     name = next((token for token in str(response).split() if token in restaurants), None)
     if name is None:
-        return RESTAURANT_KINDS[5]
+        return none
     h = len(texts)
     kept = range(max(0, h - shortest), h)
     added = range(max(0, h - longest), max(0, h - shortest))
-
-    def named(where, kb):
-        return any((speakers[i] == "kb") == kb and speakers[i] in ("kb", "bot") and name in str(texts[i]).split()
-                   for i in where)
-
-    for kind, where, kb in zip(RESTAURANT_KINDS, (kept, added, kept, added), (False, False, True, True)):
-        if named(where, kb):
+    for kind, where, speaker in zip(found, (kept, added, kept, added), ("bot", "bot", "kb", "kb")):
+        if any(speakers[i] == speaker and name in str(texts[i]).split() for i in where):
             return kind
-    return RESTAURANT_KINDS[4]
+    return absent
 
 
 def choice_kinds(split, candidates, chosen, mask, shortest: int, longest: int, restaurants: set) -> dict:
@@ -285,6 +278,10 @@ def analyse(run_dirs, dataset, max_turns=(), split="test", data_dir=None, progre
         ["train", split])}
     restaurants = restaurant_names(data)
     gold = np.asarray(examples.labels)
+
+    def kinds(chosen_by, mask):
+        return choice_kinds(data, examples.candidates, chosen_by, mask, shortest, longest, restaurants)
+
     for run in runs:
         trained, trained_chosen = next((scoring["right"], scoring["chosen"]) for scoring in run["scorings"]
                                        if scoring["as_trained"])
@@ -295,10 +292,6 @@ def analyse(run_dirs, dataset, max_turns=(), split="test", data_dir=None, progre
                 # and where the restaurants of the changed choices stand in the history (issue 58: what the older
                 # texts make the model choose)
                 became_wrong, became_right = trained & ~right, right & ~trained
-
-                def kinds(chosen_by, mask):
-                    return choice_kinds(data, examples.candidates, chosen_by, mask, shortest, longest, restaurants)
-
                 scoring["restaurants_of_changed_choices"] = {
                     "right_to_wrong": {"chosen": kinds(chosen, became_wrong), "gold": kinds(gold, became_wrong)},
                     "wrong_to_right": {"chosen_as_trained": kinds(trained_chosen, became_right),
