@@ -10,7 +10,8 @@ clone with a JUnit report and summarizing it here (the wall time of `.ci/run` it
 
 The JSON holds the test count by outcome, the summed test time (setup, call and teardown of each test, as pytest
 reports it: with `-n 2` the two workers' times add up, so it is about twice the wall time when they are balanced),
-each test file's summed time and test count, slowest first, and the `--top` slowest tests, with the provenance
+each test file's summed time and test count, slowest first, the `--top` slowest tests and every failed test with
+the first line of its message (`failed_tests`; the records of 61f1fd9 and before lack it), with the provenance
 (`keras_match.artifacts.provenance`) of this summary and the report's own timestamp.
 """
 
@@ -46,6 +47,15 @@ def _outcome(case) -> str:
     return "passed"
 
 
+def _failure_message(case) -> str:
+    """The first line of a failed test case's message (its `failure` / `error` element's `message`, else its text)."""
+    for child in case:
+        if child.tag in ("failure", "error"):
+            message = child.get("message") or child.text or ""
+            return message.strip().splitlines()[0][:300] if message.strip() else child.tag
+    return ""
+
+
 def summarize(path, top: int = 25) -> dict:
     """The summary of the JUnit XML report at `path` (see the module docstring).
 
@@ -62,7 +72,7 @@ def summarize(path, top: int = 25) -> dict:
         raise ValueError(f"{path}: holds no test case; write the report with pytest --junitxml")
     by_file = collections.defaultdict(lambda: {"seconds": 0.0, "tests": 0})
     outcomes = collections.Counter()
-    tests = []
+    tests, failed = [], []
     for case in cases:
         seconds = float(case.get("time") or 0.0)
         name = f"{_file_of(case)}::{case.get('name')}"
@@ -70,13 +80,15 @@ def summarize(path, top: int = 25) -> dict:
         by_file[_file_of(case)]["tests"] += 1
         outcomes[_outcome(case)] += 1
         tests.append({"test": name, "seconds": round(seconds, 2)})
+        if _outcome(case) == "failed":
+            failed.append({"test": name, "message": _failure_message(case)})
     files = sorted(({"file": name, "seconds": round(value["seconds"], 1), "tests": value["tests"]}
                     for name, value in by_file.items()), key=lambda row: -row["seconds"])
     tests.sort(key=lambda row: -row["seconds"])
     return {"report": str(path), "report_timestamp": suites[0].get("timestamp"),
             "report_seconds": float(suites[0].get("time") or 0.0), "outcomes": dict(outcomes),
             "summed_test_seconds": round(sum(row["seconds"] for row in files), 1), "files": files,
-            "slowest_tests": tests[:top]}
+            "slowest_tests": tests[:top], "failed_tests": failed}
 
 
 def table(result, where="result", rows: int = 15) -> str:

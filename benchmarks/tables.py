@@ -1324,6 +1324,41 @@ def transformer_encoders_speed():
     return "\n".join(lines)
 
 
+SUITE_FILES = (("shipped presets", "tests/test_shipped_presets.py"), ("zoo entries", "tests/models/test_zoo_entries.py"),
+               ("export zoo", "tests/test_export_zoo.py"))
+"""The test files whose seconds `suite_durations` shows beside the totals: the three slowest of every record."""
+
+
+def suite_durations():
+    """Issue 56: the clean-clone runs of `.ci/run` summarized by benchmarks/suite_durations.py
+    (`suite_durations/<commit>.json`, the file named after the commit that was tested), in the order they ran: wall
+    time, pytest's own time, the test time summed over the two workers, the outcomes and the slowest files."""
+    records = []
+    for path in _files("suite_durations/*.json"):
+        result = _read_json(path)
+        try:
+            files = {row["file"]: row["seconds"] for row in result["files"]}
+            outcomes = result["outcomes"]
+            records.append((result["report_timestamp"], path.stem, result["wall_seconds"], result["report_seconds"],
+                            result["summed_test_seconds"], outcomes, [files.get(file) for _, file in SUITE_FILES]))
+        except (KeyError, TypeError) as error:
+            raise TableError(f"{path}: not a benchmarks/suite_durations.py summary ({error!r})") from None
+    header = ["commit", "started (UTC)", "`.ci/run` s", "pytest s", "test time summed s", "passed / skipped / failed",
+              *(f"{name} s" for name, _ in SUITE_FILES)]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for stamp, commit, wall, report, summed, outcomes, seconds in sorted(records):
+        cells = [commit, stamp[:16].replace("T", " "), _whole(wall), _whole(report), _whole(summed),
+                 " / ".join(f"{outcomes.get(kind, 0):,}" for kind in ("passed", "skipped", "failed")),
+                 *("–" if value is None else _whole(value) for value in seconds)]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _whole(seconds):
+    """Seconds as a whole number with thousands separators (1,238); – when the record has none."""
+    return "–" if seconds is None else f"{round(float(seconds)):,}"
+
+
 TABLES = {
     "data": data,
     "main-job": main_job,
@@ -1368,6 +1403,7 @@ TABLES = {
     "transformer-encoders-semeval2016": transformer_encoders_semeval2016,
     "transformer-encoders-sick": transformer_encoders_sick,
     "transformer-encoders-speed": transformer_encoders_speed,
+    "suite-durations": suite_durations,
 }
 """Every generated table: name -> a function returning its markdown (raises TableError)."""
 

@@ -29,14 +29,17 @@ RESULTS_PAGES = {
     "docs/presets.md": None,
     "docs/serving.md": None,
     "docs/tuning.md": None,
+    "CONTRIBUTING.md": ("## Tests",),
 }
-"""The pages that report measured figures: README by its `##` sections (their headings as written), a docs page
-whole (None). The other docs pages (errors, distributed training, contributing, the API reference) report none."""
+"""The pages that report measured figures: README and CONTRIBUTING by their `##` sections (their headings as
+written; CONTRIBUTING's tests section holds the suite's durations), a docs page whole (None). The other docs pages
+(errors, distributed training, the API reference) report none."""
 
 
 def _pages():
-    """README.md and every markdown page of docs/, as paths relative to the repository."""
-    return ["README.md"] + sorted(str(path.relative_to(REPO)) for path in DOCS.rglob("*.md"))
+    """README.md, CONTRIBUTING.md (docs/contributing.md includes it) and every markdown page of docs/, as paths
+    relative to the repository."""
+    return ["README.md", "CONTRIBUTING.md"] + sorted(str(path.relative_to(REPO)) for path in DOCS.rglob("*.md"))
 
 FIGURE = re.compile(r"(?<![\w.])\d*\.\d+(?![\w.])")
 SECTION_NUMBER = re.compile(r"\bsections? \d+(?:\.\d+)*(?:(?:,| and) \d+(?:\.\d+)*)*")

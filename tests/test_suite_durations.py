@@ -35,6 +35,8 @@ def test_a_report_is_summed_by_file_slowest_first(tmp_path):
     assert [row["test"] for row in result["slowest_tests"]] == [
         "tests/models/test_zoo_entries.py::test_zoo_entry[mcan_fm]", "tests/test_export_zoo.py::test_onnx_matches_keras[qrnn]"]
     assert result["report_seconds"] == 30.5
+    assert result["failed_tests"] == [{"test": "tests/test_export_zoo.py::test_onnx_matches_keras[qrnn]",
+                                       "message": "boom"}]
 
 
 def test_the_command_writes_json_with_provenance_and_its_table(tmp_path):
