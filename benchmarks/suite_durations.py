@@ -38,6 +38,11 @@ def _file_of(case) -> str:
     return "/".join(parts) + ".py" if parts else "?"
 
 
+def _failure(case):
+    """The `failure` or `error` element of a test case, or None."""
+    return next((child for child in case if child.tag in ("failure", "error")), None)
+
+
 def _outcome(case) -> str:
     for child in case:
         if child.tag in ("failure", "error"):
@@ -47,13 +52,10 @@ def _outcome(case) -> str:
     return "passed"
 
 
-def _failure_message(case) -> str:
-    """The first line of a failed test case's message (its `failure` / `error` element's `message`, else its text)."""
-    for child in case:
-        if child.tag in ("failure", "error"):
-            message = child.get("message") or child.text or ""
-            return message.strip().splitlines()[0][:300] if message.strip() else child.tag
-    return ""
+def _failure_message(failure) -> str:
+    """The first line of a `failure` / `error` element's message (its `message`, else its text; else its tag)."""
+    message = (failure.get("message") or failure.text or "").strip()
+    return message.splitlines()[0][:300] if message else failure.tag
 
 
 def summarize(path, top: int = 25) -> dict:
@@ -75,13 +77,15 @@ def summarize(path, top: int = 25) -> dict:
     tests, failed = [], []
     for case in cases:
         seconds = float(case.get("time") or 0.0)
-        name = f"{_file_of(case)}::{case.get('name')}"
-        by_file[_file_of(case)]["seconds"] += seconds
-        by_file[_file_of(case)]["tests"] += 1
-        outcomes[_outcome(case)] += 1
+        file = _file_of(case)
+        name = f"{file}::{case.get('name')}"
+        by_file[file]["seconds"] += seconds
+        by_file[file]["tests"] += 1
+        outcome = _outcome(case)
+        outcomes[outcome] += 1
         tests.append({"test": name, "seconds": round(seconds, 2)})
-        if _outcome(case) == "failed":
-            failed.append({"test": name, "message": _failure_message(case)})
+        if outcome == "failed":
+            failed.append({"test": name, "message": _failure_message(_failure(case))})
     files = sorted(({"file": name, "seconds": round(value["seconds"], 1), "tests": value["tests"]}
                     for name, value in by_file.items()), key=lambda row: -row["seconds"])
     tests.sort(key=lambda row: -row["seconds"])

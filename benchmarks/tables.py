@@ -1349,7 +1349,7 @@ def suite_durations():
     for stamp, commit, wall, report, summed, outcomes, seconds in sorted(records):
         cells = [commit, stamp[:16].replace("T", " "), _whole(wall), _whole(report), _whole(summed),
                  " / ".join(f"{outcomes.get(kind, 0):,}" for kind in ("passed", "skipped", "failed")),
-                 *("–" if value is None else _whole(value) for value in seconds)]
+                 *map(_whole, seconds)]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
