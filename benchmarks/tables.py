@@ -608,13 +608,14 @@ def _grid_trial(row, base, candidates):
     return found[0] if found else None
 
 
-def carnn_dialog_task6_grid():
-    """Issue 58: the search space `tuning/carnn_dialog.json` for nCARNN on dialog bAbI task 6, one trial per
-    combination on one seed (`benchmarks/ablations/carnn_dialog_task6_grid.json`), in the space's order. A
-    combination another task 6 plan has trained with the same settings (`_grid_trial`) is read from that plan's
-    file, named in the last column; the presets' runs (`carnn_dialog_task6/`) give the settings the others are
-    compared with. The finished trial with the highest dev per-response accuracy is marked "chosen on dev" ("best so
-    far" while trials are left)."""
+def _grid_trials():
+    """The trials of the task 6 search (`carnn_dialog_task6_grid`, see there), in the plan's order: `[(number, row,
+    run or None, the result file relative to benchmarks/results or None)]`, and the finished trial with the
+    highest dev per-response accuracy (None before any has finished).
+
+    Raises:
+        TableError: a combination's entry without a presets' run of the seed, or two other runs that match it.
+    """
     grid = "carnn_dialog_task6_grid"
     seed = _plan(grid)["seeds"][0]
     candidates = [(path, model, run) for path in sorted(RESULTS.glob(f"carnn_dialog_task6*/*-s{seed}.json"))
@@ -625,29 +626,94 @@ def carnn_dialog_task6_grid():
     for number, (row, groups) in enumerate(_plan_row_groups(grid)):
         runs = _row_runs(groups)
         if runs:
-            trials.append((row, runs[0], f"{grid}/{number:02d}-s{seed}.json"))
+            trials.append((number, row, runs[0], f"{grid}/{number:02d}-s{seed}.json"))
             continue
         if row["model"] not in bases:
             raise TableError(f"{row['label']}: no presets' run of {row['model']} at seed {seed} in "
                              "carnn_dialog_task6/")
         other = _grid_trial(row, _trial_settings(bases[row["model"]]), candidates)
-        trials.append((row, other[1], str(other[0].relative_to(RESULTS))) if other else (row, None, None))
-    finished = [run for _, run, _ in trials if run is not None]
-    best = max(finished, key=lambda run: run["dev"]["per_response_accuracy"]) if finished else None
-    mark = "chosen on dev" if len(finished) == len(trials) else "best so far"
+        trials.append((number, row, other[1], str(other[0].relative_to(RESULTS))) if other
+                      else (number, row, None, None))
+    finished = [trial for trial in trials if trial[2] is not None]
+    best = max(finished, key=lambda trial: trial[2]["dev"]["per_response_accuracy"]) if finished else None
+    return trials, best
+
+
+def carnn_dialog_task6_grid():
+    """Issue 58: the search space `tuning/carnn_dialog.json` for nCARNN on dialog bAbI task 6, one trial per
+    combination on one seed (`benchmarks/ablations/carnn_dialog_task6_grid.json`), in the space's order. A
+    combination another task 6 plan has trained with the same settings (`_grid_trial`) is read from that plan's
+    file, named in the last column; the presets' runs (`carnn_dialog_task6/`) give the settings the others are
+    compared with. The finished trial with the highest dev per-response accuracy is marked "chosen on dev" ("best so
+    far" while trials are left)."""
+    trials, best = _grid_trials()
+    mark = "chosen on dev" if all(run is not None for _, _, run, _ in trials) else "best so far"
     lines = ["| learning rate | units | max_turns | precision | dev per-response | test per-response | "
              "test per-dialog | best epoch / epochs | result file |", "|---|---|---|---|---|---|---|---|---|"]
-    for row, run, path in trials:
+    for number, row, run, path in trials:
         settings = row["set"]
         values = (f"{settings['learning_rate']:g} | {settings['units']:,} | {settings['max_turns']} | "
                   f"{settings['precision']}")
         if run is None:
             lines.append(f"| {values} | not run yet | – | – | – | – |")
             continue
-        dev = f"{run['dev']['per_response_accuracy']:.3f}" + (f" ({mark})" if run is best else "")
+        dev = f"{run['dev']['per_response_accuracy']:.3f}" + (f" ({mark})" if number == best[0] else "")
         lines.append(f"| {values} | {dev} | {run['test']['per_response_accuracy']:.3f} | "
                      f"{run['test']['per_dialog_accuracy']:.3f} | {run['best_epoch']} / {run['epochs_run']} | "
                      f"`{path}` |")
+    return "\n".join(lines)
+
+
+def carnn_dialog_task6_search_seeds():
+    """Issue 58: the task 6 search's combination on three seeds (`benchmarks/ablations/
+    carnn_dialog_task6_search_seeds.json`: its row is the search's combination, its seeds the two the search does
+    not run; seed 1234 is the search's own trial, `_grid_trials`) beside the runs it is paired with seed by seed:
+    the presets' nCARNN (`carnn_dialog_task6.json`: 256 units, learning rate 1e-3) and nCARNN at 1,024 units and
+    1e-3 (`carnn_dialog_task6_width.json` row 1). Its difference from the first is everything the search changed,
+    from the second what it changed beside the width.
+
+    Raises:
+        TableError: the plan's row is not one of the search's combinations, or is not the one highest on dev once
+            every combination has finished.
+    """
+    plan = _plan("carnn_dialog_task6_search_seeds")
+    (row, groups), = _plan_row_groups("carnn_dialog_task6_search_seeds")
+    trials, best = _grid_trials()
+    same = [trial for trial in trials if trial[1]["model"] == row["model"] and trial[1]["set"] == row["set"]]
+    if not same:
+        raise TableError(f"carnn_dialog_task6_search_seeds.json: its row ({row['label']}) is not a combination of "
+                         "carnn_dialog_task6_grid.json")
+    number, _, trial, trial_path = same[0]
+    if all(run is not None for _, _, run, _ in trials) and best[0] != number:
+        raise TableError(f"carnn_dialog_task6_search_seeds.json: its row is the search's row {number}, but the "
+                         f"combination chosen on dev is row {best[0]} ({best[1]['label']}): change the plan's row")
+    runs = ([trial] if trial is not None else []) + _row_runs(groups)
+    files = ([f"`{trial_path}`"] if trial is not None else []) + [
+        f"`carnn_dialog_task6_search_seeds/00-s{seed}.json`" for seed in plan["seeds"]
+        if any(run["seed"] == seed for run in _row_runs(groups))]
+    base_number, presets = next((k, _row_runs(found)) for k, (base, found)
+                                in enumerate(_plan_row_groups("carnn_dialog_task6")) if base["model"] == row["model"])
+    wide = _row_runs(_plan_row_groups("carnn_dialog_task6_width")[1][1])
+    lines = ["| row | learning rate | units | seeds | dev per-response | test per-response | test per-dialog | "
+             "test per-response minus the presets' (paired seeds) | minus 1,024 units at 1e-3 (paired seeds) | "
+             "epochs | result files |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+
+    def line(label, settings, group, against_presets, against_wide, where):
+        from summarize import cell
+
+        return (f"| {label} | {settings.get('learning_rate', 0.001):g} | {settings.get('units', 256):,} | "
+                f"{_seeds(group)} | {_mean(group, 'dev', 'per_response_accuracy')} | "
+                f"{_mean(group, 'test', 'per_response_accuracy')} | {_mean(group, 'test', 'per_dialog_accuracy')} | "
+                f"{against_presets} | {against_wide} | {cell([r['epochs_run'] for r in group], 1)} | {where} |")
+
+    width_row = _plan("carnn_dialog_task6_width")["rows"][1]
+    lines.append(line("the presets' nCARNN", {}, presets, "–", "–", f"`carnn_dialog_task6/{base_number:02d}-s*.json`"))
+    lines.append(line(width_row["label"], width_row["set"], wide,
+                      _paired_cell(wide, presets, figure="per_response_accuracy"), "–",
+                      "`carnn_dialog_task6_width/01-s*.json`"))
+    lines.append(line(f"{row['label']} (the search's row {number})", row["set"], runs,
+                      _paired_cell(runs, presets, figure="per_response_accuracy"),
+                      _paired_cell(runs, wide, figure="per_response_accuracy"), ", ".join(files) or "not run yet"))
     return "\n".join(lines)
 
 
@@ -1382,6 +1448,7 @@ TABLES = {
     "carnn-dialog-task6-width": carnn_dialog_task6_width,
     "carnn-dialog-task6-lr": carnn_dialog_task6_lr,
     "carnn-dialog-task6-grid": carnn_dialog_task6_grid,
+    "carnn-dialog-task6-search-seeds": carnn_dialog_task6_search_seeds,
     "carnn-dialog-task6-cuts": carnn_dialog_task6_cuts,
     "carnn-dialog-task6-cut-changes": carnn_dialog_task6_cut_changes,
     "carnn-dialog-task6-cut-restaurants": carnn_dialog_task6_cut_restaurants,

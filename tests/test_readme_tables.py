@@ -453,3 +453,75 @@ def test_the_task6_grid_reads_a_combination_another_plan_trained_only_where_its_
         edit(path, lambda run: run["dev"].update(per_response_accuracy=0.5 + number / 100))
     table = rows()
     assert table[17][4] == "0.670 (chosen on dev)" and not any("chosen" in cells[4] for cells in table[:17])
+
+
+def test_the_task6_search_seeds_table_takes_seed_1234_from_the_search_and_pairs_each_seed(tmp_path, monkeypatch):
+    """`carnn-dialog-task6-search-seeds`: the seeds plan's row read on seed 1234 from the search's own trial and on
+    its other seeds from its own files, each paired seed by seed with the presets' nCARNN and with nCARNN at 1,024
+    units and 1e-3; a plan row that is no combination of the search, or not the one chosen on dev once the search
+    has finished, is refused."""
+    import shutil
+
+    module = _tables()
+    results = REPO / "benchmarks" / "results"
+    for folder in ("carnn_dialog_task6", "carnn_dialog_task6_width", "carnn_dialog_task6_lr",
+                   "carnn_dialog_task6_grid"):
+        shutil.copytree(results / folder, tmp_path / folder, ignore=shutil.ignore_patterns("cuts", "voting",
+                                                                                           "history"))
+    monkeypatch.setattr(module, "RESULTS", tmp_path)
+    grid = json.loads((REPO / "benchmarks" / "ablations" / "carnn_dialog_task6_grid.json").read_text())
+    plan = json.loads((REPO / "benchmarks" / "ablations" / "carnn_dialog_task6_search_seeds.json").read_text())
+    number = next(k for k, row in enumerate(grid["rows"]) if row["set"] == plan["rows"][0]["set"])
+    trial = json.loads((tmp_path / "carnn_dialog_task6_grid" / f"{number:02d}-s1234.json").read_text())
+
+    def chosen_row():
+        return module.carnn_dialog_task6_search_seeds().splitlines()[-1].split(" | ")
+
+    def test_figure(path):
+        return json.loads(path.read_text())["carnn_dialog_n"]["runs"][0]["test"]["per_response_accuracy"]
+
+    cells = chosen_row()
+    assert cells[3] == "1234" and cells[-1] == f"`carnn_dialog_task6_grid/{number:02d}-s1234.json` |"
+    presets_1234 = test_figure(tmp_path / "carnn_dialog_task6" / "00-s1234.json")
+    wide_1234 = test_figure(tmp_path / "carnn_dialog_task6_width" / "01-s1234.json")
+    mine = trial["carnn_dialog_n"]["runs"][0]["test"]["per_response_accuracy"]
+    assert cells[7] == f"{mine - presets_1234:+.3f} (1234)" and cells[8] == f"{mine - wide_1234:+.3f} (1234)"
+
+    # a run of the plan on seed 1 (here the search's trial relabelled): two seeds, each paired with its own seed
+    seeds = tmp_path / "carnn_dialog_task6_search_seeds"
+    seeds.mkdir()
+    other = json.loads(json.dumps(trial))
+    run = other["carnn_dialog_n"]["runs"][0]
+    run.update(seed=1)
+    run["test"]["per_response_accuracy"] = 0.5
+    (seeds / "00-s1.json").write_text(json.dumps(other))
+    cells = chosen_row()
+    assert cells[3] == "1234, 1" and "00-s1.json" in cells[-1]
+    presets_1 = test_figure(tmp_path / "carnn_dialog_task6" / "00-s1.json")
+    differences = [mine - presets_1234, 0.5 - presets_1]
+    import statistics
+
+    assert cells[7] == (f"{statistics.mean(differences):+.3f} ± {statistics.stdev(differences):.3f} (1234, 1)")
+
+    # the search finished with another combination highest on dev: the plan must follow it
+    for k in range(len(grid["rows"])):
+        path = tmp_path / "carnn_dialog_task6_grid" / f"{k:02d}-s1234.json"
+        if not path.exists():  # the trial's file, lower on dev (the search reads these rows from other plans)
+            lower = json.loads(json.dumps(trial))
+            lower["carnn_dialog_n"]["runs"][0]["dev"]["per_response_accuracy"] = 0.3
+            path.write_text(json.dumps(lower))
+    module.carnn_dialog_task6_search_seeds()  # finished, and the plan's row still the highest on dev
+    path = tmp_path / "carnn_dialog_task6_grid" / "16-s1234.json"
+    higher = json.loads(path.read_text())
+    higher["carnn_dialog_n"]["runs"][0]["dev"]["per_response_accuracy"] = 0.99
+    path.write_text(json.dumps(higher))
+    with pytest.raises(module.TableError, match=rf"the search's row {number}, but the combination chosen on dev is "
+                                                r"row 16 .*change the plan's row"):
+        module.carnn_dialog_task6_search_seeds()
+
+    # a row that is no combination of the search
+    monkeypatch.setattr(module, "_plan", lambda name, real=module._plan: (
+        {**plan, "rows": [{**plan["rows"][0], "set": {**plan["rows"][0]["set"], "units": 768}}]}
+        if name == "carnn_dialog_task6_search_seeds" else real(name)))
+    with pytest.raises(module.TableError, match="is not a combination of carnn_dialog_task6_grid.json"):
+        module.carnn_dialog_task6_search_seeds()
