@@ -551,9 +551,19 @@ def carnn_dialog_task6_width():
     """Issue 58: nCARNN on dialog bAbI task 6 at the paper's width and between (`benchmarks/ablations/
     carnn_dialog_task6_width.json`: 512 and 1,024 units) beside the presets' 256 (`_task6_variant`), and the votes of
     its 1,024-unit rows beside the presets' (`_task6_votes`)."""
-    return _task6_variant("carnn_dialog_task6_width", [
-        ("units", lambda settings: f"{settings.get('units', 256):,}", 256),
-        ("precision", lambda settings: settings.get("precision", "float32"), "float32")])
+    return _task6_variant("carnn_dialog_task6_width", WIDTH_COLUMNS)
+
+
+WIDTH_COLUMNS = [("units", lambda settings: f"{settings.get('units', 256):,}", 256),
+                 ("precision", lambda settings: settings.get("precision", "float32"), "float32")]
+"""The settings columns of the width tables (`_task6_variant`)."""
+
+
+def carnn_dialog_task6_width_again():
+    """Issue 58: seed 1234's 1,024-unit rows of the width plan trained again in full on one machine
+    (`benchmarks/ablations/carnn_dialog_task6_width_again.json`) beside the presets' rows, and their vote beside the
+    presets' vote of the seed (`_task6_variant`, the width table's columns)."""
+    return _task6_variant("carnn_dialog_task6_width_again", WIDTH_COLUMNS)
 
 
 def carnn_dialog_task6_lr():
@@ -1446,6 +1456,7 @@ TABLES = {
     "carnn-dialog-history-lengths": carnn_dialog_history_lengths,
     "carnn-dialog-task6-history": carnn_dialog_task6_history,
     "carnn-dialog-task6-width": carnn_dialog_task6_width,
+    "carnn-dialog-task6-width-again": carnn_dialog_task6_width_again,
     "carnn-dialog-task6-lr": carnn_dialog_task6_lr,
     "carnn-dialog-task6-grid": carnn_dialog_task6_grid,
     "carnn-dialog-task6-search-seeds": carnn_dialog_task6_search_seeds,
