@@ -188,7 +188,9 @@ def compare(right_first, right_second, short) -> dict:
 
 def _source(run_or_preset):
     """`(config, load)`: the `config.json` contents of a finished run folder or a trained preset (a preset folder
-    or a shipped preset's name, `keras_match.artifacts.presets.load_preset`), and a function that loads it afresh.
+    or a shipped preset's name, `keras_match.artifacts.presets.load_preset`), and a function that loads it afresh:
+    a run in the precision it trained in (`load_run(precision="trained")`), so that its own cut scores as the run
+    scored itself (in float32, a mixed bfloat16 run chose differently on a few responses).
 
     Raises:
         FileNotFoundError: neither (the message names it).
@@ -198,7 +200,8 @@ def _source(run_or_preset):
 
     path = pathlib.Path(run_or_preset)
     if (path / "model.keras").is_file():
-        return read_json(path / "config.json", "restore the file or retrain the run"), lambda: runs.load_run(path)
+        return (read_json(path / "config.json", "restore the file or retrain the run"),
+                lambda: runs.load_run(path, precision="trained"))
     folder = presets.preset_dir(run_or_preset)  # a preset's folder; FileNotFoundError naming it when not one
     return (read_json(folder / "config.json", "restore the file or reinstall the preset"),
             lambda: presets.load_preset(run_or_preset))

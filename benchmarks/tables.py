@@ -717,7 +717,8 @@ def carnn_dialog_task6_search_seeds():
                 f"{against_presets} | {against_wide} | {cell([r['epochs_run'] for r in group], 1)} | {where} |")
 
     width_row = _plan("carnn_dialog_task6_width")["rows"][1]
-    lines.append(line("the presets' nCARNN", {}, presets, "–", "–", f"`carnn_dialog_task6/{base_number:02d}-s*.json`"))
+    lines.append(line("the presets' nCARNN", {}, presets, "–", "–",
+                      f"`carnn_dialog_task6/{base_number:02d}-s*.json`"))
     lines.append(line(width_row["label"], width_row["set"], wide,
                       _paired_cell(wide, presets, figure="per_response_accuracy"), "–",
                       "`carnn_dialog_task6_width/01-s*.json`"))

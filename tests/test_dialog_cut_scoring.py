@@ -228,3 +228,21 @@ def test_a_shipped_preset_is_scored_at_other_cuts_by_its_name(cuts, data_dir):
     assert [s["max_turns"] for s in run["scorings"]] == [10, 30] and result["short_history_max_texts"] == 10
     with pytest.raises(FileNotFoundError, match="no-such/preset"):
         cuts.analyse(["no-such/preset"], dataset, progress=lambda line: None)
+
+
+def test_a_run_is_scored_in_the_precision_it_trained_in(cuts, pair, tmp_path):
+    """A mixed bfloat16 run's own cut scores as the run scored itself: in bfloat16, not in float32 (`load_run`'s
+    default), which gave other choices on task 6 (0.469 against the run's own 0.470 on test)."""
+    from keras_match import train
+    from keras_match.artifacts import runs
+
+    dataset, run_dir = pair["dataset"], tmp_path / "bf16"
+    report = train("carnn_dialog_n", dataset, embeddings_path=None, epochs=1, seed=SEED, verbose=0, units=8,
+                   batch_size=16, max_turns=4, precision="mixed_bfloat16", run_dir=run_dir)
+    _, scores, right = cuts.right_choices(run_dir, dataset["test"])
+    assert right.mean() == pytest.approx(report["test"]["per_response_accuracy"], abs=1e-9)
+    for precision, same in (("mixed_bfloat16", True), ("float32", False)):
+        run = runs.load_run(run_dir, precision=precision)
+        examples, outputs = run.outputs(dataset["test"])
+        theirs = np.asarray(run.task.scores(run.head, outputs, len(examples), len(examples.candidates)))
+        assert np.array_equal(scores, theirs) == same, precision
