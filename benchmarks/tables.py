@@ -620,8 +620,8 @@ def _grid_trial(row, base, candidates):
 
 def _grid_trials():
     """The trials of the task 6 search (`carnn_dialog_task6_grid`, see there), in the plan's order: `[(number, row,
-    run or None, the result file relative to benchmarks/results or None)]`, and the finished trial with the
-    highest dev per-response accuracy (None before any has finished).
+    run or None, the result file relative to benchmarks/results or None)]`, the finished trial with the highest dev
+    per-response accuracy (None before any has finished), and whether every combination has finished.
 
     Raises:
         TableError: a combination's entry without a presets' run of the seed, or two other runs that match it.
@@ -646,7 +646,7 @@ def _grid_trials():
                       else (number, row, None, None))
     finished = [trial for trial in trials if trial[2] is not None]
     best = max(finished, key=lambda trial: trial[2]["dev"]["per_response_accuracy"]) if finished else None
-    return trials, best
+    return trials, best, len(finished) == len(trials)
 
 
 def carnn_dialog_task6_grid():
@@ -656,8 +656,8 @@ def carnn_dialog_task6_grid():
     file, named in the last column; the presets' runs (`carnn_dialog_task6/`) give the settings the others are
     compared with. The finished trial with the highest dev per-response accuracy is marked "chosen on dev" ("best so
     far" while trials are left)."""
-    trials, best = _grid_trials()
-    mark = "chosen on dev" if all(run is not None for _, _, run, _ in trials) else "best so far"
+    trials, best, complete = _grid_trials()
+    mark = "chosen on dev" if complete else "best so far"
     lines = ["| learning rate | units | max_turns | precision | dev per-response | test per-response | "
              "test per-dialog | best epoch / epochs | result file |", "|---|---|---|---|---|---|---|---|---|"]
     for number, row, run, path in trials:
@@ -686,24 +686,25 @@ def carnn_dialog_task6_search_seeds():
         TableError: the plan's row is not one of the search's combinations, or is not the one highest on dev once
             every combination has finished.
     """
-    plan = _plan("carnn_dialog_task6_search_seeds")
     (row, groups), = _plan_row_groups("carnn_dialog_task6_search_seeds")
-    trials, best = _grid_trials()
+    trials, best, complete = _grid_trials()
     same = [trial for trial in trials if trial[1]["model"] == row["model"] and trial[1]["set"] == row["set"]]
     if not same:
         raise TableError(f"carnn_dialog_task6_search_seeds.json: its row ({row['label']}) is not a combination of "
                          "carnn_dialog_task6_grid.json")
     number, _, trial, trial_path = same[0]
-    if all(run is not None for _, _, run, _ in trials) and best[0] != number:
+    if complete and best[0] != number:
         raise TableError(f"carnn_dialog_task6_search_seeds.json: its row is the search's row {number}, but the "
                          f"combination chosen on dev is row {best[0]} ({best[1]['label']}): change the plan's row")
-    runs = ([trial] if trial is not None else []) + _row_runs(groups)
+    own = _row_runs(groups)
+    runs = ([trial] if trial is not None else []) + own
     files = ([f"`{trial_path}`"] if trial is not None else []) + [
-        f"`carnn_dialog_task6_search_seeds/00-s{seed}.json`" for seed in plan["seeds"]
-        if any(run["seed"] == seed for run in _row_runs(groups))]
+        f"`carnn_dialog_task6_search_seeds/00-s{run['seed']}.json`" for run in own]
     base_number, presets = next((k, _row_runs(found)) for k, (base, found)
                                 in enumerate(_plan_row_groups("carnn_dialog_task6")) if base["model"] == row["model"])
-    wide = _row_runs(_plan_row_groups("carnn_dialog_task6_width")[1][1])
+    width_number = 1  # carnn_dialog_task6_width.json's nCARNN at 1,024 units
+    width_row, width_groups = _plan_row_groups("carnn_dialog_task6_width")[width_number]
+    wide = _row_runs(width_groups)
     lines = ["| row | learning rate | units | seeds | dev per-response | test per-response | test per-dialog | "
              "test per-response minus the presets' (paired seeds) | minus 1,024 units at 1e-3 (paired seeds) | "
              "epochs | result files |", "|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -716,12 +717,11 @@ def carnn_dialog_task6_search_seeds():
                 f"{_mean(group, 'test', 'per_response_accuracy')} | {_mean(group, 'test', 'per_dialog_accuracy')} | "
                 f"{against_presets} | {against_wide} | {cell([r['epochs_run'] for r in group], 1)} | {where} |")
 
-    width_row = _plan("carnn_dialog_task6_width")["rows"][1]
     lines.append(line("the presets' nCARNN", {}, presets, "–", "–",
                       f"`carnn_dialog_task6/{base_number:02d}-s*.json`"))
     lines.append(line(width_row["label"], width_row["set"], wide,
                       _paired_cell(wide, presets, figure="per_response_accuracy"), "–",
-                      "`carnn_dialog_task6_width/01-s*.json`"))
+                      f"`carnn_dialog_task6_width/{width_number:02d}-s*.json`"))
     lines.append(line(f"{row['label']} (the search's row {number})", row["set"], runs,
                       _paired_cell(runs, presets, figure="per_response_accuracy"),
                       _paired_cell(runs, wide, figure="per_response_accuracy"), ", ".join(files) or "not run yet"))
