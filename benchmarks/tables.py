@@ -511,21 +511,25 @@ def _task6_variant(plan_folder, columns):
     return "\n".join(lines)
 
 
+def _vote_runs(plan_folder):
+    """The CARNN votes of a task 6 plan (benchmarks/dialog_vote.py, `<plan_folder>/voting/s*.json`), each read as a
+    run of its seed whose figures are the vote's (so that `_mean` and `_paired` serve it), with `rows`, the plan
+    rows it voted over, and `file`, its path relative to benchmarks/results; [] before a vote has run."""
+    votes = [(path, _read_json(path)) for path in sorted(RESULTS.glob(f"{plan_folder}/voting/s*.json"))]
+    return [dict({split: scored["voting"] for split, scored in vote["splits"].items()}, seed=vote["seed"],
+                 rows=tuple(member["row"] for member in vote["members"]), file=str(path.relative_to(RESULTS)))
+            for path, vote in votes]
+
+
 def _task6_votes(plan_folder, variants, columns):
     """The lines of a `_task6_variant` table for the CARNN votes of the plan's rows (benchmarks/dialog_vote.py,
     `<plan_folder>/voting/s*.json`), after the presets' vote (`carnn_dialog_task6/voting/s*.json`), each vote's
-    test per-response accuracy minus the presets' vote of the same seed; none before a vote has run. Each vote is
-    read as a run of its seed whose figures are the vote's, so the run cells (`_mean`, `_paired`) serve it."""
+    test per-response accuracy minus the presets' vote of the same seed; none before a vote has run (`_vote_runs`)."""
 
-    def as_runs(folder):
-        votes = [_read_json(path) for path in sorted(RESULTS.glob(f"{folder}/voting/s*.json"))]
-        return [dict({split: scored["voting"] for split, scored in vote["splits"].items()}, seed=vote["seed"],
-                     rows=tuple(member["row"] for member in vote["members"])) for vote in votes]
-
-    votes = as_runs(plan_folder)
+    votes = _vote_runs(plan_folder)
     if not votes:
         return []
-    presets = as_runs("carnn_dialog_task6")
+    presets = _vote_runs("carnn_dialog_task6")
     lines = [_task6_line("CARNN voting of the presets' rows", [preset for _, _, preset in columns], presets, "–")] \
         if presets else []
     by_members = {}
@@ -674,13 +678,11 @@ def carnn_dialog_task6_grid():
     return "\n".join(lines)
 
 
-def carnn_dialog_task6_search_seeds():
-    """Issue 58: the task 6 search's combination on three seeds (`benchmarks/ablations/
-    carnn_dialog_task6_search_seeds.json`: its row is the search's combination, its seeds the two the search does
-    not run; seed 1234 is the search's own trial, `_grid_trials`) beside the runs it is paired with seed by seed:
-    the presets' nCARNN (`carnn_dialog_task6.json`: 256 units, learning rate 1e-3) and nCARNN at 1,024 units and
-    1e-3 (`carnn_dialog_task6_width.json` row 1). Its difference from the first is everything the search changed,
-    from the second what it changed beside the width.
+def _search_choice():
+    """The task 6 search's combination as the seeds plan trains it (`benchmarks/ablations/
+    carnn_dialog_task6_search_seeds.json`; see `carnn_dialog_task6_search_seeds`): its plan row, its row number in
+    the search, its runs (seed 1234 from the search's own trial, `_grid_trials`, then the plan's) and their result
+    files relative to benchmarks/results.
 
     Raises:
         TableError: the plan's row is not one of the search's combinations, or is not the one highest on dev once
@@ -698,8 +700,25 @@ def carnn_dialog_task6_search_seeds():
                          f"combination chosen on dev is row {best[0]} ({best[1]['label']}): change the plan's row")
     own = _row_runs(groups)
     runs = ([trial] if trial is not None else []) + own
-    files = ([f"`{trial_path}`"] if trial is not None else []) + [
-        f"`carnn_dialog_task6_search_seeds/00-s{run['seed']}.json`" for run in own]
+    files = ([trial_path] if trial is not None else []) + [
+        f"carnn_dialog_task6_search_seeds/00-s{run['seed']}.json" for run in own]
+    return row, number, runs, files
+
+
+def carnn_dialog_task6_search_seeds():
+    """Issue 58: the task 6 search's combination on three seeds (`benchmarks/ablations/
+    carnn_dialog_task6_search_seeds.json`: its row is the search's combination, its seeds the two the search does
+    not run; seed 1234 is the search's own trial, `_grid_trials`) beside the runs it is paired with seed by seed:
+    the presets' nCARNN (`carnn_dialog_task6.json`: 256 units, learning rate 1e-3) and nCARNN at 1,024 units and
+    1e-3 (`carnn_dialog_task6_width.json` row 1). Its difference from the first is everything the search changed,
+    from the second what it changed beside the width.
+
+    Raises:
+        TableError: the plan's row is not one of the search's combinations, or is not the one highest on dev once
+            every combination has finished.
+    """
+    row, number, runs, files = _search_choice()
+    files = [f"`{path}`" for path in files]
     base_number, presets = next((k, _row_runs(found)) for k, (base, found)
                                 in enumerate(_plan_row_groups("carnn_dialog_task6")) if base["model"] == row["model"])
     width_number = 1  # carnn_dialog_task6_width.json's nCARNN at 1,024 units
@@ -725,6 +744,96 @@ def carnn_dialog_task6_search_seeds():
     lines.append(line(f"{row['label']} (the search's row {number})", row["set"], runs,
                       _paired_cell(runs, presets, figure="per_response_accuracy"),
                       _paired_cell(runs, wide, figure="per_response_accuracy"), ", ".join(files) or "not run yet"))
+    return "\n".join(lines)
+
+
+TASK6_CHANGES = [("carnn_dialog_task6_history", 0), ("carnn_dialog_task6_history", 1),
+                 ("carnn_dialog_task6_width", 0), ("carnn_dialog_task6_width", 1), ("carnn_dialog_task6_width", 2),
+                 ("carnn_dialog_task6_width", 3), ("voting", 1024), ("carnn_dialog_task6_lr", 0),
+                 ("carnn_dialog_task6_lr", 1), ("search", None)]
+"""The rows of `carnn_dialog_task6_changes`, in the order the changes were tried: (plan folder, row number) of a
+plan that changes one thing beside the presets; ("voting", units), the CARNN vote of the plans' rows at that width;
+("search", None), the task 6 search's combination (`_search_choice`)."""
+
+
+def _task6_vote_runs(units):
+    """The CARNN votes over rows that all train at `units` hidden units, from the width plans
+    (`carnn_dialog_task6_width` and `carnn_dialog_task6_width_again`, which trains seed 1234's 1,024-unit rows
+    again for its vote), each read as a run (`_vote_runs`).
+
+    Raises:
+        TableError: two such votes of one seed.
+    """
+    runs = []
+    for folder in ("carnn_dialog_task6_width", "carnn_dialog_task6_width_again"):
+        rows = _plan(folder)["rows"]
+        for vote in _vote_runs(folder):
+            if all(rows[number].get("set", {}).get("units") == units for number in vote["rows"]):
+                if any(run["seed"] == vote["seed"] for run in runs):
+                    raise TableError(f"{vote['file']}: a second vote at {units:,} units of seed {vote['seed']} "
+                                     f"(the other is {next(r['file'] for r in runs if r['seed'] == vote['seed'])})")
+                runs.append(vote)
+    return runs
+
+
+def carnn_dialog_task6_changes():
+    """Issue 58: every change tried on dialog bAbI task 6 (`TASK6_CHANGES`), each against the presets' runs of its
+    entry on the same seeds (`carnn_dialog_task6.json`, paired by seed): the change's test per-response accuracy,
+    its paired difference from the presets', the presets' own spread over those seeds (the standard deviation of
+    their test figures), and the share of the distance from the presets' mean on those seeds to the paper's figure
+    (the entry's `reported` test per-response accuracy; the vote's `voting_per_response_accuracy`) that the change
+    closes. A change that has not run yet is listed as such.
+
+    Raises:
+        TableError: a result file missing its provenance, a plan row without a presets' row of its entry, or two
+            votes of one seed (`_task6_vote_runs`).
+    """
+    import statistics
+
+    from summarize import figures_on
+
+    presets, paper = {}, {}
+    for row, groups in _plan_row_groups("carnn_dialog_task6"):
+        presets[row["model"]] = _row_runs(groups)
+        for group in groups.values():
+            paper[row["model"]] = (group["result"].get("reported") or {}).get("per_response_accuracy")
+            paper["voting"] = paper.get("voting") or (group["result"].get("reported") or {}).get(
+                "voting_per_response_accuracy")
+    presets["voting"] = _vote_runs("carnn_dialog_task6")
+    lines = ["| change | entry | seeds | test per-response | minus the presets (paired seeds) | the presets' spread "
+             "on those seeds | share of the distance to the paper closed | result files |",
+             "|---|---|---|---|---|---|---|---|"]
+    for source, number in TASK6_CHANGES:
+        if source == "voting":
+            label, model = f"CARNN voting, {number:,} units", "voting"
+            runs = _task6_vote_runs(number)
+            files = ", ".join(f"`{run['file']}`" for run in runs)
+        elif source == "search":
+            row, trial, runs, paths = _search_choice()
+            label, model = f"{row['label']} (the search's choice, its row {trial})", row["model"]
+            files = ", ".join(f"`{path}`" for path in paths)
+        else:
+            row, groups = _plan_row_groups(source)[number]
+            label, model, runs = row["label"], row["model"], _row_runs(groups)
+            files = f"`{source}/{number:02d}-s*.json`"
+        if model not in presets:
+            raise TableError(f"{label}: no row of {model} in carnn_dialog_task6.json to pair it with")
+        entry = "`carnn_dialog_n` + `_i` + `_s`" if model == "voting" else f"`{model}`"
+        if not runs:
+            lines.append(f"| {label} | {entry} | not run yet | – | – | – | – | – |")
+            continue
+        difference, seeds = _paired(runs, presets[model], figure="per_response_accuracy")
+        paired = [r for r in presets[model] if r["seed"] in {run["seed"] for run in runs}]
+        theirs = [figures_on(r, "test")["per_response_accuracy"] for r in paired]
+        spread = f"± {statistics.stdev(theirs):.3f}" if len(theirs) > 1 else "–"
+        mine = [figures_on(r, "test")["per_response_accuracy"] for r in runs
+                if r["seed"] in {p["seed"] for p in paired}]
+        share = "–"
+        if paper.get(model) and theirs:
+            gained = statistics.mean(mine) - statistics.mean(theirs)
+            share = f"{100 * gained / (paper[model] - statistics.mean(theirs)):.0f} %"
+        lines.append(f"| {label} | {entry} | {_seeds(runs)} | {_mean(runs, 'test', 'per_response_accuracy')} | "
+                     f"{difference if seeds == '–' else f'{difference} ({seeds})'} | {spread} | {share} | {files} |")
     return "\n".join(lines)
 
 
@@ -1461,6 +1570,7 @@ TABLES = {
     "carnn-dialog-task6-lr": carnn_dialog_task6_lr,
     "carnn-dialog-task6-grid": carnn_dialog_task6_grid,
     "carnn-dialog-task6-search-seeds": carnn_dialog_task6_search_seeds,
+    "carnn-dialog-task6-changes": carnn_dialog_task6_changes,
     "carnn-dialog-task6-cuts": carnn_dialog_task6_cuts,
     "carnn-dialog-task6-cut-changes": carnn_dialog_task6_cut_changes,
     "carnn-dialog-task6-cut-restaurants": carnn_dialog_task6_cut_restaurants,

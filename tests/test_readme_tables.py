@@ -525,3 +525,75 @@ def test_the_task6_search_seeds_table_takes_seed_1234_from_the_search_and_pairs_
         if name == "carnn_dialog_task6_search_seeds" else real(name)))
     with pytest.raises(module.TableError, match="is not a combination of carnn_dialog_task6_grid.json"):
         module.carnn_dialog_task6_search_seeds()
+
+
+def test_the_task6_changes_table_pairs_each_change_with_the_presets_and_takes_seed_1234s_wide_vote_from_its_plan(
+        tmp_path, monkeypatch):
+    """`carnn-dialog-task6-changes`: each change tried on task 6 against the presets' runs of its entry on the same
+    seeds: the paired difference, the presets' spread on those seeds and the share of the distance to the paper
+    closed, computed from the files; a plan row without a run is "not run yet"; the 1,024-unit vote takes the width
+    plan's votes and seed 1234's from the width_again plan, and refuses two votes of one seed."""
+    import shutil
+    import statistics
+
+    module = _tables()
+    results = REPO / "benchmarks" / "results"
+    for folder in ("carnn_dialog_task6", "carnn_dialog_task6_history", "carnn_dialog_task6_width",
+                   "carnn_dialog_task6_lr", "carnn_dialog_task6_grid", "carnn_dialog_task6_search_seeds"):
+        shutil.copytree(results / folder, tmp_path / folder, ignore=shutil.ignore_patterns("cuts", "history"))
+    monkeypatch.setattr(module, "RESULTS", tmp_path)
+
+    def table():
+        return {line.split(" | ")[0][2:]: line.split(" | ") for line in
+                module.carnn_dialog_task6_changes().splitlines()[2:]}
+
+    def test_figure(path, model="carnn_dialog_n"):
+        return json.loads(path.read_text())[model]["runs"][0]["test"]["per_response_accuracy"]
+
+    # the 1,024-unit nCARNN row, computed here from its three files and the presets' three
+    seeds = (1, 1234, 2)
+    wide = [test_figure(tmp_path / "carnn_dialog_task6_width" / f"01-s{seed}.json") for seed in seeds]
+    base = [test_figure(tmp_path / "carnn_dialog_task6" / f"00-s{seed}.json") for seed in seeds]
+    differences = [w - b for w, b in zip(wide, base)]
+    cells = table()["nCARNN, 1,024 units, mixed_bfloat16"]
+    assert cells[4] == f"{statistics.mean(differences):+.3f} ± {statistics.stdev(differences):.3f} (1, 1234, 2)"
+    assert cells[5] == f"± {statistics.stdev(base):.3f}"
+    share = (statistics.mean(wide) - statistics.mean(base)) / (0.513 - statistics.mean(base))
+    assert cells[6] == f"{100 * share:.0f} %" and share > 0.2
+
+    # a change with one seed: no spread; a plan row with no file: not run yet
+    (tmp_path / "carnn_dialog_task6_lr" / "00-s1.json").unlink()
+    (tmp_path / "carnn_dialog_task6_history" / "01-s1.json").unlink()
+    (tmp_path / "carnn_dialog_task6_history" / "01-s2.json").unlink()
+    (tmp_path / "carnn_dialog_task6_history" / "01-s1234.json").unlink()
+    rows = table()
+    assert rows["nCARNN, learning rate 5e-4"][2] == "1234" and rows["nCARNN, learning rate 5e-4"][5] == "–"
+    assert rows["nCARNN, history kb_first, 50 texts"][2] == "not run yet"
+
+    # the width plan's votes are of seeds 1 and 2; seed 1234's comes from the width_again plan
+    vote = "CARNN voting, 1,024 units"
+    assert table()[vote][2] == "1, 2"
+    again = tmp_path / "carnn_dialog_task6_width_again" / "voting"
+    again.mkdir(parents=True)
+    moved = json.loads((tmp_path / "carnn_dialog_task6_width" / "voting" / "s2.json").read_text())
+    moved.update(seed=1234, members=[dict(member, row=member["row"] - 1) for member in moved["members"]])
+    moved["splits"]["test"]["voting"]["per_response_accuracy"] = 0.5
+    (again / "s1234.json").write_text(json.dumps(moved))
+    cells = table()[vote]
+    presets_votes = {seed: json.loads((tmp_path / "carnn_dialog_task6" / "voting" / f"s{seed}.json").read_text())
+                     ["splits"]["test"]["voting"]["per_response_accuracy"] for seed in (1, 2, 1234)}
+    mine = {seed: json.loads((tmp_path / "carnn_dialog_task6_width" / "voting" / f"s{seed}.json").read_text())
+            ["splits"]["test"]["voting"]["per_response_accuracy"] for seed in (1, 2)}
+    mine[1234] = 0.5
+    differences = [mine[seed] - presets_votes[seed] for seed in (1, 2, 1234)]
+    assert cells[2] == "1, 2, 1234" and "carnn_dialog_task6_width_again/voting/s1234.json" in cells[-1]
+    assert cells[4] == f"{statistics.mean(differences):+.3f} ± {statistics.stdev(differences):.3f} (1, 2, 1234)"
+
+    # a vote over rows of another width is not this row's; a second vote of a seed is refused
+    narrow = dict(moved, members=[dict(member, row=0) for member in moved["members"]], seed=7)
+    (tmp_path / "carnn_dialog_task6_width" / "voting" / "s7.json").write_text(json.dumps(narrow))
+    assert table()[vote][2] == "1, 2, 1234"
+    (tmp_path / "carnn_dialog_task6_width" / "voting" / "s1234.json").write_text(json.dumps(moved | {
+        "members": [dict(member, row=member["row"] + 1) for member in moved["members"]]}))
+    with pytest.raises(module.TableError, match=r"a second vote at 1,024 units of seed 1234"):
+        module.carnn_dialog_task6_changes()
