@@ -585,6 +585,12 @@ GRID_IGNORED = ("training.epochs", "training.state_cache")
 the run of any higher cap) and the backbone state cache (a dialog entry has no backbone)."""
 
 
+GRID_TRAINED_AGAIN = ("carnn_dialog_task6_width_again",)
+"""Task 6 plans that train another plan's rows again on the same seed (seed 1234's 1,024-unit rows of the width plan,
+for their vote): the search reads the first training of a combination, the one its choice was made with, and says
+so where the second differs (docs/carnn-dialog.md, The search)."""
+
+
 def _trial_settings(run):
     """A run's settings (its provenance's `settings`) as `{"section.key": value}`, `GRID_DEFAULTS` filled in,
     `GRID_IGNORED` and unset (None) settings left out (a file written before a setting existed does not hold it)."""
@@ -633,7 +639,8 @@ def _grid_trials():
     grid = "carnn_dialog_task6_grid"
     seed = _plan(grid)["seeds"][0]
     candidates = [(path, model, run) for path in sorted(RESULTS.glob(f"carnn_dialog_task6*/*-s{seed}.json"))
-                  if path.parent.name != grid for model, result in _read(path).items() for run in result["runs"]
+                  if path.parent.name not in (grid, *GRID_TRAINED_AGAIN)
+                  for model, result in _read(path).items() for run in result["runs"]
                   if run["seed"] == seed]  # every other task 6 plan's runs of the seed, each file read once
     bases = {model: run for path, model, run in candidates if path.parent.name == "carnn_dialog_task6"}
     trials = []

@@ -427,6 +427,14 @@ def test_the_task6_grid_reads_a_combination_another_plan_trained_only_where_its_
     best_dev = width["carnn_dialog_n"]["runs"][0]["dev"]["per_response_accuracy"]
     assert table[5][4] == f"{best_dev:.3f} (best so far)"  # the 1,024-unit run has the highest dev of the four
 
+    # a second training of that run for its vote (the width_again plan) is not a second trial: the first is read
+    again = tmp_path / "carnn_dialog_task6_width_again" / "00-s1234.json"
+    again.parent.mkdir()
+    shutil.copy(results / "carnn_dialog_task6_width" / "01-s1234.json", again)
+    edit(again, lambda run: run["dev"].update(per_response_accuracy=0.99))
+    assert rows()[5][-1] == "`carnn_dialog_task6_width/01-s1234.json` |" and rows()[5][4] == table[5][4]
+    again.unlink()
+
     # a run that reached its epoch cap might have gone on under the grid's cap of 40; one setting apart is another trial
     edit(tmp_path / "carnn_dialog_task6_width" / "00-s1234.json", lambda run: run.update(epochs_run=30))
     edit(tmp_path / "carnn_dialog_task6_lr" / "00-s1234.json",
