@@ -803,9 +803,9 @@ def carnn_dialog_task6_changes():
     for row, groups in _plan_row_groups("carnn_dialog_task6"):
         presets[row["model"]] = _row_runs(groups)
         for group in groups.values():
-            paper[row["model"]] = (group["result"].get("reported") or {}).get("per_response_accuracy")
-            paper["voting"] = paper.get("voting") or (group["result"].get("reported") or {}).get(
-                "voting_per_response_accuracy")
+            reported = group["result"].get("reported") or {}
+            paper[row["model"]] = reported.get("per_response_accuracy")
+            paper["voting"] = paper.get("voting") or reported.get("voting_per_response_accuracy")
     presets["voting"] = _vote_runs("carnn_dialog_task6")
     lines = ["| change | entry | seeds | test per-response | minus the presets (paired seeds) | the presets' spread "
              "on those seeds | share of the distance to the paper closed | result files |",
@@ -829,18 +829,20 @@ def carnn_dialog_task6_changes():
         if not runs:
             lines.append(f"| {label} | {entry} | not run yet | – | – | – | – | – |")
             continue
-        difference, seeds = _paired(runs, presets[model], figure="per_response_accuracy")
-        paired = [r for r in presets[model] if r["seed"] in {run["seed"] for run in runs}]
-        theirs = [figures_on(r, "test")["per_response_accuracy"] for r in paired]
+        common = {run["seed"] for run in runs} & {run["seed"] for run in presets[model]}
+
+        def test_figures(group):
+            return [figures_on(run, "test")["per_response_accuracy"] for run in group if run["seed"] in common]
+
+        mine, theirs = test_figures(runs), test_figures(presets[model])
         spread = f"± {statistics.stdev(theirs):.3f}" if len(theirs) > 1 else "–"
-        mine = [figures_on(r, "test")["per_response_accuracy"] for r in runs
-                if r["seed"] in {p["seed"] for p in paired}]
         share = "–"
         if paper.get(model) and theirs:
             gained = statistics.mean(mine) - statistics.mean(theirs)
             share = f"{100 * gained / (paper[model] - statistics.mean(theirs)):.0f} %"
         lines.append(f"| {label} | {entry} | {_seeds(runs)} | {_mean(runs, 'test', 'per_response_accuracy')} | "
-                     f"{difference if seeds == '–' else f'{difference} ({seeds})'} | {spread} | {share} | {files} |")
+                     f"{_paired_cell(runs, presets[model], figure='per_response_accuracy')} | {spread} | {share} | "
+                     f"{files} |")
     return "\n".join(lines)
 
 
