@@ -432,7 +432,8 @@ def test_the_task6_grid_reads_a_combination_another_plan_trained_only_where_its_
     again.parent.mkdir()
     shutil.copy(results / "carnn_dialog_task6_width" / "01-s1234.json", again)
     edit(again, lambda run: run["dev"].update(per_response_accuracy=0.99))
-    assert rows()[5][-1] == "`carnn_dialog_task6_width/01-s1234.json` |" and rows()[5][4] == table[5][4]
+    row = rows()[5]
+    assert row[-1] == "`carnn_dialog_task6_width/01-s1234.json` |" and row[4] == table[5][4]
     again.unlink()
 
     # a run that reached its epoch cap might have gone on under the grid's cap of 40; one setting apart is another trial
